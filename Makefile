@@ -1,0 +1,75 @@
+# libpyperfinject — see README.md.
+#   make            build build/libpyperfinject.so
+#   make demo       build, run the bundled example under the library, show what perf sees
+#   make check      everything a fresh machine needs, then every test
+#   make CC=clang   any C11 compiler; CC=aarch64-linux-gnu-gcc cross-builds
+
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+TARGET_ARCH_NAME := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+BUILD ?= build$(if $(filter-out $(shell uname -m),$(TARGET_ARCH_NAME)),-$(TARGET_ARCH_NAME))
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+SANITIZE ?=
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing $(WARN) $(SAN_FLAGS) \
+              -Iinclude -Ilibpyperfinject $(CFLAGS)
+LDLIBS := -ldl -lpthread
+
+LIB_SRC := $(filter-out %_main.c,$(wildcard libpyperfinject/*.c))
+LIB_ASM := libpyperfinject/tramp_$(TARGET_ARCH_NAME).S
+LIB_OBJ := $(patsubst libpyperfinject/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
+           $(patsubst libpyperfinject/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
+TOOL_OBJ := $(BUILD)/obj/jitdump_check.o
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all lib unit-tests tools check demo clean deps
+all: lib tools
+
+lib: $(BUILD)/libpyperfinject.so
+
+$(BUILD)/obj/%.o: libpyperfinject/%.c $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/%.o: libpyperfinject/%.S | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c tests/tools/jitdump_check.h $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -Itests/tools -c -o $@ $<
+
+$(BUILD)/libpyperfinject.so: $(LIB_OBJ) libpyperfinject/exports.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,--version-script=libpyperfinject/exports.map \
+	    -Wl,-z,defs -Wl,-z,noexecstack -o $@ $(LIB_OBJ) $(LDLIBS)
+
+# Unit tests link the objects through an archive, so each test pulls in only
+# the components it exercises.
+$(BUILD)/libpyperfinject.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+tools: $(BUILD)/jitdump-check
+$(BUILD)/jitdump-check: tests/tools/jitdump_check_main.c $(TOOL_OBJ) $(BUILD)/libpyperfinject.a
+	$(CC) $(ALL_CFLAGS) -Itests/tools -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(TOOL_OBJ) $(BUILD)/libpyperfinject.a | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -Itests/tools -Itests/unit -o $@ $< $(TOOL_OBJ) $(BUILD)/libpyperfinject.a -lcmocka $(LDLIBS)
+
+unit-tests: $(UNIT_BIN)
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+deps:
+	@bash tests/provision/deps.sh
+
+check:
+	@bash tests/run-all.sh
+
+demo:
+	@bash examples/demo.sh
+
+clean:
+	rm -rf build build-*

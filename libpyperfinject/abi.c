@@ -1,0 +1,139 @@
+#include "abi.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NO -1
+
+/* Rows: version, hook signature, install, code extra, wait, meaning of the
+ * initial field, eval_frame field offset, frame->code offset and tag mask,
+ * then code-object offsets (filename, name, qualname, firstlineno) for the
+ * default (GIL) build. Sources: offsetof() on 3.6.15-3.13.0 pyenv builds and
+ * Debian 3.11/3.14/3.15, cross-checked with PyCode_Type.tp_members. */
+static const struct pi_abi table[] = {
+#define ROW(mi, hook, inst, extra, wait, def, evoff, fcoff, tag, fn, nm, qn, fl)                \
+    {3, mi, hook, inst, extra, wait, def, evoff, fcoff, tag, 8, fn, nm, qn, fl, 0}
+    ROW(6, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
+        PI_DEFAULT_IS_FUNCTION, 112, 32, 0, 96, 104, NO, 36),
+    ROW(7, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
+        PI_DEFAULT_IS_FUNCTION, 464, 32, 0, 96, 104, NO, 36),
+    ROW(8, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_FUNCTION, 568, 32, 0, 104, 112, NO, 40),
+    ROW(9, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_FUNCTION, NO, 32, 0, 104, 112, NO, 40),
+    ROW(10, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_FUNCTION, NO, 32, 0, 104, 112, NO, 40),
+    ROW(11, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_NULL, NO, 32, 0, 112, 120, 128, 72),
+    ROW(12, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_NULL, NO, 0, 0, 112, 120, 128, 68),
+    ROW(13, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_NULL, NO, 0, 0, 112, 120, 128, 68),
+    ROW(14, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_NULL, NO, 0, 3, 112, 120, 128, 68),
+    ROW(15, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
+        PI_DEFAULT_IS_NULL, NO, 0, 3, 112, 120, 128, 68),
+#undef ROW
+};
+
+/* The free-threaded object header is 32 bytes instead of 16. */
+enum { FT_HEADER_GROWTH = 16, FT_OB_TYPE_OFFSET = 24 };
+
+static void shift(int16_t *field)
+{
+    if (*field >= 0)
+        *field = (int16_t)(*field + FT_HEADER_GROWTH);
+}
+
+int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_abi *out)
+{
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
+        if (table[i].major != major || table[i].minor != minor)
+            continue;
+        *out = table[i];
+        if (free_threaded) {
+            if (minor < 13) /* free-threaded builds exist from 3.13 */
+                return -1;
+            out->free_threaded = 1;
+            out->ob_type_offset = FT_OB_TYPE_OFFSET;
+            shift(&out->co_filename);
+            shift(&out->co_name);
+            shift(&out->co_qualname);
+            shift(&out->co_firstlineno);
+        }
+        return 0;
+    }
+    return -1;
+}
+
+void pi_abi_supported_range(unsigned *lo, unsigned *hi)
+{
+    *lo = table[0].minor;
+    *hi = table[sizeof table / sizeof *table - 1].minor;
+}
+
+int pi_abi_parse_version(const char *text, unsigned *major, unsigned *minor)
+{
+    unsigned a = 0, b = 0;
+    const char *p = text;
+    if (p == NULL || *p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9' && a < 100)
+        a = a * 10 + (unsigned)(*p++ - '0');
+    if (*p++ != '.' || *p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9' && b < 1000)
+        b = b * 10 + (unsigned)(*p++ - '0');
+    *major = a;
+    *minor = b;
+    return 0;
+}
+
+/* PyMemberDef as laid out on LP64: name, type (int), offset (Py_ssize_t),
+ * flags (int), doc. */
+struct member_def {
+    const char *name;
+    int type;
+    long offset;
+    int flags;
+    const char *doc;
+};
+
+size_t pi_abi_tp_members_offset(int free_threaded)
+{
+    /* PyVarObject header (24, or 40 free-threaded) + 27 pointer-sized slots
+     * from tp_name to tp_methods. */
+    return (free_threaded ? 40 : 24) + 27 * sizeof(void *);
+}
+
+int pi_abi_check_members(const struct pi_abi *abi, const void *members, size_t max_members,
+                         char *err, size_t errlen)
+{
+    const struct {
+        const char *name;
+        int16_t expected;
+    } wanted[] = {
+        {"co_filename", abi->co_filename},
+        {"co_name", abi->co_name},
+        {"co_qualname", abi->co_qualname},
+        {"co_firstlineno", abi->co_firstlineno},
+    };
+    const struct member_def *m = members;
+    for (size_t w = 0; w < sizeof wanted / sizeof *wanted; w++) {
+        if (wanted[w].expected < 0)
+            continue;
+        size_t i = 0;
+        while (i < max_members && m[i].name != NULL && strcmp(m[i].name, wanted[w].name) != 0)
+            i++;
+        if (i == max_members || m[i].name == NULL) {
+            snprintf(err, errlen, "code objects have no member %s", wanted[w].name);
+            return -1;
+        }
+        if (m[i].offset != wanted[w].expected) {
+            snprintf(err, errlen, "%s is at offset %ld, this library expects %d", wanted[w].name,
+                     m[i].offset, wanted[w].expected);
+            return -1;
+        }
+    }
+    return 0;
+}

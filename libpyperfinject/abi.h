@@ -1,0 +1,81 @@
+/* Per-version facts about CPython's eval-frame hook and code objects.
+ *
+ * One row per minor version (abi.c); the library reads them once when it
+ * attaches and never branches on the version anywhere else. Offsets were taken
+ * from offsetof() on real builds and are cross-checked at run time against
+ * PyCode_Type's member table (pi_abi_check_members) before anything is
+ * installed: a wrong offset would crash somebody's production process. */
+#ifndef PI_ABI_H
+#define PI_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How the eval-frame function is called. */
+enum pi_hook_kind {
+    PI_HOOK_FRAME_THROW,        /* 3.6-3.8:  PyObject *(PyFrameObject *, int) */
+    PI_HOOK_TSTATE_FRAME_THROW, /* 3.9+:     PyObject *(PyThreadState *, frame *, int) */
+};
+
+/* How it is installed into an interpreter. */
+enum pi_install_kind {
+    PI_INSTALL_FIELD,  /* store at interp + eval_frame_offset (no setter exported) */
+    PI_INSTALL_SETTER, /* _PyInterpreterState_{Get,Set}EvalFrameFunc */
+};
+
+/* Where per-code trampoline pointers are kept. */
+enum pi_extra_kind {
+    PI_EXTRA_SIDE_TABLE, /* 3.6/3.7: requesting an index from a preload is unsafe */
+    PI_EXTRA_PRIVATE,    /* _PyEval_RequestCodeExtraIndex, _PyCode_{Get,Set}Extra */
+    PI_EXTRA_UNSTABLE,   /* PyUnstable_Eval_RequestCodeExtraIndex, PyUnstable_Code_* */
+};
+
+/* How the library learns that the interpreter exists. */
+enum pi_wait_kind {
+    PI_WAIT_WATCHER,    /* 3.6/3.7: a thread polls Py_IsInitialized */
+    PI_WAIT_AUDIT_HOOK, /* 3.8+: PySys_AddAuditHook before initialisation */
+};
+
+/* What a NULL/initial eval_frame field means. */
+enum pi_default_kind {
+    PI_DEFAULT_IS_FUNCTION, /* field holds _PyEval_EvalFrameDefault (3.6-3.10) */
+    PI_DEFAULT_IS_NULL,     /* NULL means default (3.11+) */
+};
+
+struct pi_abi {
+    uint8_t major, minor;
+    enum pi_hook_kind hook;
+    enum pi_install_kind install;
+    enum pi_extra_kind extra;
+    enum pi_wait_kind wait;
+    enum pi_default_kind default_eval;
+    int16_t eval_frame_offset;  /* PI_INSTALL_FIELD only, else -1 */
+    int16_t frame_code_offset;  /* code object pointer in the evaluated frame */
+    uintptr_t frame_code_tag;   /* low bits to clear (tagged _PyStackRef, 3.14+) */
+    int16_t ob_type_offset;     /* PyObject.ob_type */
+    int16_t co_filename, co_name, co_qualname, co_firstlineno; /* -1: absent */
+    uint8_t free_threaded;
+};
+
+/* Copies the row for major.minor into *out, adjusted for free-threaded
+ * builds. Returns 0, or -1 if the version is not supported. Pure. */
+int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_abi *out);
+
+/* Lowest and highest supported minor versions of Python 3. */
+void pi_abi_supported_range(unsigned *lo, unsigned *hi);
+
+/* Parses the leading "X.Y" of Py_GetVersion()'s text. Returns 0 on success. */
+int pi_abi_parse_version(const char *text, unsigned *major, unsigned *minor);
+
+/* Checks the table's code-object offsets against a PyMemberDef array (the
+ * code type's tp_members, NULL-name terminated, at most max_members long).
+ * Returns 0 when every offset the table has is confirmed; otherwise -1 with a
+ * reason in err. Reads only the memory it is given. */
+int pi_abi_check_members(const struct pi_abi *abi, const void *members, size_t max_members,
+                         char *err, size_t errlen);
+
+/* Offset of tp_members in PyTypeObject: identical in every 3.x x86_64/aarch64
+ * build (ob_type at +8 or +24 shifts only the free-threaded header). */
+size_t pi_abi_tp_members_offset(int free_threaded);
+
+#endif

@@ -1,0 +1,51 @@
+#include "arena.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+enum { SLOTS_PER_ARENA = PI_ARENA_BYTES / PI_SLOT_STRIDE };
+
+uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n)
+{
+    return pool->salt ^ (n * 0x9e3779b97f4a7c15ull);
+}
+
+static uint8_t *map_arena(struct pi_arena_pool *pool, const struct pi_slot_image *image)
+{
+    void *mem = mmap(NULL, PI_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    uint8_t *base = mem;
+    uint64_t first = pool->slots_made;
+    for (uint32_t i = 0; i < SLOTS_PER_ARENA; i++) {
+        uint8_t *slot = base + (size_t)i * PI_SLOT_STRIDE;
+        uint64_t tag = pi_arena_tag(pool, first + i);
+        memcpy(slot, image->bytes, image->length);
+        memcpy(slot + image->tag_offset, &tag, sizeof tag);
+    }
+    if (mprotect(mem, PI_ARENA_BYTES, PROT_READ | PROT_EXEC) != 0) {
+        /* W^X policy (SELinux execmem, PaX) refused: keep the mapping
+         * inaccessible rather than unmapping, the address stays reserved. */
+        mprotect(mem, PI_ARENA_BYTES, PROT_NONE);
+        return NULL;
+    }
+    __builtin___clear_cache((char *)base, (char *)base + PI_ARENA_BYTES);
+    pool->arenas++;
+    return base;
+}
+
+void *pi_arena_alloc(struct pi_arena_pool *pool, const struct pi_slot_image *image)
+{
+    if (pool->base == NULL || pool->next_slot == SLOTS_PER_ARENA) {
+        uint8_t *base = map_arena(pool, image);
+        if (base == NULL)
+            return NULL;
+        pool->base = base;
+        pool->next_slot = 0;
+    }
+    void *slot = pool->base + (size_t)pool->next_slot * PI_SLOT_STRIDE;
+    pool->next_slot++;
+    pool->slots_made++;
+    return slot;
+}

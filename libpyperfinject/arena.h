@@ -1,0 +1,47 @@
+/* Executable arenas that hold the trampoline copies.
+ *
+ * An arena is mapped read-write, every slot is filled with the slot image
+ * (code, its unique tag, its unwind info), and only then is the whole arena
+ * made read+execute: memory is never writable and executable at once, and no
+ * byte of a slot changes after the arena is sealed. Slots are handed out by a
+ * bump pointer. Arenas are never unmapped: frames may still be returning
+ * through a trampoline long after its code object died. */
+#ifndef PI_ARENA_H
+#define PI_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Slot stride: 16-byte aligned and large enough for the code, the eh_frame
+ * and eh_frame_hdr behind it, so the ranges perf inject maps for consecutive
+ * trampolines (round8(code) + unwind size) never overlap. */
+#define PI_SLOT_STRIDE 128u
+#define PI_ARENA_BYTES (128u * 1024u)
+
+/* What every slot starts as. `tag_offset` names 8 bytes inside the code that
+ * the arena overwrites with (salt ^ slot number). */
+struct pi_slot_image {
+    uint8_t bytes[PI_SLOT_STRIDE];
+    uint32_t length;     /* bytes used in `bytes` */
+    uint32_t code_size;  /* instructions + padding + tag */
+    uint32_t tag_offset;
+};
+
+struct pi_arena_pool {
+    uint8_t *base;      /* current arena, NULL before the first */
+    uint32_t next_slot; /* next free slot in the current arena */
+    uint64_t slots_made; /* slots handed out, all arenas: tags and code_index */
+    uint64_t salt;      /* distinguishes this process's tags */
+    uint64_t arenas;    /* arenas mapped so far */
+};
+
+/* Returns the address of a fresh slot (a copy of image whose tag is unique),
+ * mapping and sealing a new arena when the current one is full; NULL if the
+ * system refuses executable memory (errno set). Not thread-safe: the caller
+ * serialises. */
+void *pi_arena_alloc(struct pi_arena_pool *pool, const struct pi_slot_image *image);
+
+/* The tag value of slot number n, as written into the code. Pure. */
+uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n);
+
+#endif

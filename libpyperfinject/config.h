@@ -1,0 +1,34 @@
+/* Configuration from environment variables.
+ *
+ * Every knob is one row of a table in config.c; its variable name is
+ * "PYPERFINJECT_" + the row name. Values are parsed in one place and a bad
+ * value is an error (the library then disables itself), never a silent
+ * default. */
+#ifndef PI_CONFIG_H
+#define PI_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+struct pi_config {
+    int enable;        /* PYPERFINJECT_ENABLE: master switch */
+    int map;           /* PYPERFINJECT_MAP: write perf-PID.map */
+    int jitdump;       /* PYPERFINJECT_JITDUMP: write jit-PID.dump */
+    int verbose;       /* PYPERFINJECT_VERBOSE: 0 quiet .. 3 debug */
+    int copy_on_fork;  /* PYPERFINJECT_FORK_COPY: children inherit parent's entries */
+    char dir[PATH_MAX - 32]; /* PYPERFINJECT_DIR: output directory (absolute) */
+};
+
+/* Looks up a variable; returns NULL when unset. */
+typedef const char *(*pi_getenv_fn)(const char *name, void *ctx);
+
+/* Fills *cfg from defaults and the environment. Returns 0 on success; on a bad
+ * value returns -1 and writes a one-line reason naming the variable into err.
+ * Pure: no global state, no I/O beyond calling getenv_fn. */
+int pi_config_parse(struct pi_config *cfg, pi_getenv_fn getenv_fn, void *ctx, char *err,
+                    size_t errlen);
+
+/* The i-th variable name (for tests and diagnostics), NULL past the end. */
+const char *pi_config_name(size_t i);
+
+#endif

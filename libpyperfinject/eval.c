@@ -1,0 +1,290 @@
+/* The eval-frame functions: the hot path that runs on every Python call.
+ *
+ * Per call: read the code object out of the frame, look up its trampoline
+ * (code extra, or the side table on 3.6/3.7), and call the real evaluator
+ * through it. The trampoline is a unique native frame per code object, named
+ * in the perf map, so a sampled native stack shows which Python function each
+ * evaluator frame was running. A miss makes the trampoline (slow path, once
+ * per code object): it is announced by every backend before it first runs. */
+#include "log.h"
+#include "names.h"
+#include "state.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* tramp(a0, a1, a2, evaluator) from tramp_<arch>.S */
+typedef void *(*tramp_fn)(void *a0, void *a1, void *a2, void *evaluator);
+typedef void *(*eval2_fn)(void *frame, int throwflag);
+typedef void *(*eval3_fn)(void *tstate, void *frame, int throwflag);
+
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* PyThreadState.interp is at offset 16 in every version 3.6-3.15. */
+static void *interp_of(void *tstate) { return *(void **)((char *)tstate + 16); }
+
+static pi_pyobj *field(const void *obj, int16_t offset)
+{
+    return offset < 0 ? NULL : *(pi_pyobj **)((char *)obj + offset);
+}
+
+/* UTF-8 text of a str object. File names may hold surrogate escapes that
+ * strict UTF-8 refuses: recover the original bytes (the sanitiser escapes
+ * them), and never leave an exception behind. *owned must be released. */
+static const char *text_of(const struct pi_py *py, pi_pyobj *s, size_t *len, pi_pyobj **owned)
+{
+    *owned = NULL;
+    if (s == NULL)
+        return NULL;
+    pi_ssize_t n = 0;
+    const char *t = py->UnicodeAsUTF8AndSize(s, &n);
+    if (t != NULL) {
+        *len = (size_t)n;
+        return t;
+    }
+    py->ErrClear();
+    pi_pyobj *b = py->UnicodeAsEncodedString(s, "utf-8", "surrogateescape");
+    if (b == NULL) {
+        py->ErrClear();
+        b = py->UnicodeAsEncodedString(s, "utf-8", "backslashreplace");
+    }
+    if (b == NULL || (t = py->BytesAsString(b)) == NULL) {
+        py->ErrClear();
+        if (b)
+            py->DecRef(b);
+        return NULL;
+    }
+    *owned = b;
+    *len = strlen(t);
+    return t;
+}
+
+struct names {
+    char symbol[PI_SYMBOL_MAX + 1];
+    char filename[PI_SYMBOL_MAX + 1];
+    size_t symbol_len;
+    int32_t firstlineno;
+};
+
+/* Reads the code object's names. Runs no Python code and leaves the error
+ * indicator exactly as it found it (throwflag calls carry a live exception). */
+static void read_names(struct pi_state *s, const void *code, struct names *out)
+{
+    const struct pi_py *py = &s->py;
+    const struct pi_abi *abi = &s->abi;
+    pi_pyobj *et = NULL, *ev = NULL, *etb = NULL;
+    int saved = py->ErrOccurred() != NULL;
+    if (saved)
+        py->ErrFetch(&et, &ev, &etb);
+
+    pi_pyobj *owned_q, *owned_f;
+    size_t qlen = 0, flen = 0;
+    const char *q = text_of(py, field(code, abi->co_qualname >= 0 ? abi->co_qualname : abi->co_name),
+                            &qlen, &owned_q);
+    const char *f = text_of(py, field(code, abi->co_filename), &flen, &owned_f);
+    /* Before 3.9 the main script's file name is as typed ("app.py"):
+     * anchor relative names at the directory the process started in. */
+    char path[PI_SYMBOL_MAX + 1];
+    if (f != NULL && f[0] != '/' && f[0] != '<' && s->start_cwd[0] != '\0') {
+        int n = snprintf(path, sizeof path, "%s/%.*s", s->start_cwd, (int)flen, f);
+        if (n > 0 && (size_t)n < sizeof path)
+            f = path, flen = (size_t)n;
+    }
+    out->symbol_len = pi_format_symbol(out->symbol, sizeof out->symbol, q, qlen, f, flen);
+    pi_sanitize_append(out->filename, 0, sizeof out->filename, f ? f : "?", f ? flen : 1);
+    out->firstlineno = *(const int32_t *)((const char *)code + abi->co_firstlineno);
+    if (owned_q)
+        py->DecRef(owned_q);
+    if (owned_f)
+        py->DecRef(owned_f);
+
+    if (saved)
+        py->ErrRestore(et, ev, etb);
+}
+
+static void side_key(const struct pi_state *s, const void *code, struct pi_side_key *key)
+{
+    key->code = code;
+    key->name = field(code, s->abi.co_name);
+    key->filename = field(code, s->abi.co_filename);
+    key->firstlineno = *(const int32_t *)((const char *)code + s->abi.co_firstlineno);
+}
+
+static void *lookup(struct pi_state *s, pi_pyobj *code, long index)
+{
+    void *tramp = NULL;
+    if (s->abi.extra == PI_EXTRA_SIDE_TABLE) {
+        struct pi_side_key key;
+        side_key(s, code, &key);
+        return pi_sidetable_get(&s->side, &key);
+    }
+    /* Fails only for non-code objects, which the caller ruled out. */
+    if (s->hot.get_extra(code, index, &tramp) != 0)
+        return NULL;
+    return tramp;
+}
+
+static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
+{
+    if (s->abi.extra == PI_EXTRA_SIDE_TABLE) {
+        struct pi_side_key key;
+        side_key(s, code, &key);
+        return pi_sidetable_put(&s->side, &key, tramp);
+    }
+    pi_pyobj *et = NULL, *ev = NULL, *etb = NULL;
+    int saved = s->py.ErrOccurred() != NULL;
+    if (saved)
+        s->py.ErrFetch(&et, &ev, &etb);
+    int rc = s->py.CodeSetExtra(code, index, tramp);
+    if (rc != 0)
+        s->py.ErrClear();
+    if (saved)
+        s->py.ErrRestore(et, ev, etb);
+    return rc;
+}
+
+static void announce(struct pi_state *s, const struct pi_tramp_info *info)
+{
+    for (int i = 0; i < s->nbackends; i++) {
+        struct pi_backend *b = &s->backends[i];
+        if (b->failed || b->ops->write(b->self, info) == 0)
+            continue;
+        b->failed = 1;
+        pi_log(PI_LOG_WARN, "stopped writing the %s: %m", b->ops->name);
+    }
+}
+
+/* Slow path: a code object without a trampoline. Returns NULL if none can be
+ * made (the call then runs untouched). */
+static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_pyobj *code,
+                                                       long index)
+{
+    struct names names;
+    read_names(s, code, &names);
+
+    pthread_mutex_lock(&s->lock);
+    void *tramp = lookup(s, code, index); /* another thread may have won */
+    if (tramp == NULL) {
+        tramp = pi_arena_alloc(&s->pool, &s->image);
+        if (tramp == NULL) {
+            pi_log(PI_LOG_WARN, "cannot map executable memory (%m); new functions run unnamed");
+        } else {
+            struct pi_tramp_info info = {
+                .addr = (uintptr_t)tramp,
+                .code_size = s->image.code_size,
+                .code_index = s->pool.slots_made,
+                .symbol = names.symbol,
+                .symbol_len = names.symbol_len,
+                .filename = names.filename,
+                .firstlineno = names.firstlineno > 0 ? (uint32_t)names.firstlineno : 0,
+                .unwind = (const uint8_t *)tramp + ((s->image.code_size + 7u) & ~7u),
+                .unwind_size = s->unwind.total,
+                .unwind_hdr_size = s->unwind.hdr_size,
+                .unwind_mapped_size = s->unwind.mapped_size,
+            };
+            announce(s, &info);
+            remember(s, code, index, tramp);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return tramp;
+}
+
+void pi_after_fork_in_child(struct pi_state *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (atomic_load(&s->hot.fork_pending)) {
+        s->pid = (long)getpid();
+        for (int i = 0; i < s->nbackends; i++) {
+            struct pi_backend *b = &s->backends[i];
+            char err[512];
+            if (b->failed)
+                continue;
+            if (b->ops->after_fork_child(b->self, s->cfg.dir, s->pid, s->cfg.copy_on_fork, err,
+                                         sizeof err) != 0) {
+                b->failed = 1;
+                pi_log(PI_LOG_WARN, "forked child %ld: %s", s->pid, err);
+            }
+        }
+        atomic_store_explicit(&s->hot.fork_pending, 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The code object of the frame being evaluated, or NULL if it isn't one. */
+static inline pi_pyobj *code_of(const struct pi_hot *hot, void *frame)
+{
+    uintptr_t bits = *(uintptr_t *)((char *)frame + hot->frame_code_offset) & ~hot->frame_code_tag;
+    pi_pyobj *code = (pi_pyobj *)bits;
+    if (UNLIKELY(code == NULL ||
+                 *(const void **)((char *)code + hot->ob_type_offset) != hot->code_type))
+        return NULL;
+    return code;
+}
+
+/* The per-interpreter parameters, from the uniform values or the records. */
+static inline int route(struct pi_state *s, void *interp, long *index, void **next)
+{
+    if (!atomic_load_explicit(&s->hot.mixed, memory_order_acquire)) {
+        *index = s->hot.extra_index;
+        *next = s->hot.next_eval;
+        return 0;
+    }
+    unsigned n = s->nrecords;
+    for (unsigned i = 0; i < n && i < PI_MAX_INTERP_RECORDS; i++)
+        if (s->records[i].interp == interp) {
+            *index = s->records[i].extra_index;
+            *next = s->records[i].next_eval;
+            return 0;
+        }
+    return -1;
+}
+
+static void *find_or_make(struct pi_state *s, pi_pyobj *code, long index)
+{
+    if (UNLIKELY(atomic_load_explicit(&s->hot.fork_pending, memory_order_relaxed)))
+        pi_after_fork_in_child(s);
+    void *tramp = lookup(s, code, index);
+    return tramp != NULL ? tramp : make_trampoline(s, code, index);
+}
+
+/* 3.9+: PyObject *(PyThreadState *, frame, int) */
+static void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    long index;
+    void *next;
+    if (UNLIKELY(route(s, interp_of(tstate), &index, &next) != 0))
+        return ((eval3_fn)s->py.EvalFrameDefault)(tstate, frame, throwflag);
+    pi_pyobj *code = code_of(&s->hot, frame);
+    void *tramp = code ? find_or_make(s, code, index) : NULL;
+    if (UNLIKELY(tramp == NULL))
+        return ((eval3_fn)next)(tstate, frame, throwflag);
+    return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
+}
+
+/* 3.6-3.8: PyObject *(PyFrameObject *, int) */
+static void *hook_frame_throw(void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    long index = s->hot.extra_index;
+    void *next = s->hot.next_eval;
+    if (UNLIKELY(atomic_load_explicit(&s->hot.mixed, memory_order_acquire))) {
+        void *tstate = s->py.ThreadStateGet();
+        if (tstate == NULL || route(s, interp_of(tstate), &index, &next) != 0)
+            return ((eval2_fn)s->py.EvalFrameDefault)(frame, throwflag);
+    }
+    pi_pyobj *code = code_of(&s->hot, frame);
+    void *tramp = code ? find_or_make(s, code, index) : NULL;
+    if (UNLIKELY(tramp == NULL))
+        return ((eval2_fn)next)(frame, throwflag);
+    return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
+}
+
+void *pi_eval_hook_for(enum pi_hook_kind kind)
+{
+    return kind == PI_HOOK_FRAME_THROW ? (void *)hook_frame_throw
+                                       : (void *)hook_tstate_frame_throw;
+}

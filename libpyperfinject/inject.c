@@ -1,0 +1,228 @@
+/* libpyperfinject: Python function names in perf, for unmodified CPython.
+ *
+ * The story of a process, top to bottom:
+ *
+ *  1. resolve   The constructor (or, for hosts that dlopen libpython later,
+ *               our dlopen wrapper) finds CPython's symbols with dlsym, reads
+ *               the version and picks that version's row of the ABI table.
+ *               Anything unexpected: one "pyperfinject:" line on stderr and
+ *               the library stands aside. Not CPython: silence.
+ *  2. wait      The interpreter usually doesn't exist yet. 3.8+ registers an
+ *               audit hook that fires inside each interpreter as it starts;
+ *               3.6/3.7 poll from a thread (interp.c).
+ *  3. install   The eval-frame function is installed on every interpreter,
+ *               chained to any PEP 523 function already there (interp.c).
+ *  4. evaluate  Each code object gets its own copy of a tiny trampoline; the
+ *               evaluator runs inside it, so perf sees a native frame at a
+ *               unique address, named in /tmp/perf-PID.map and jit-PID.dump
+ *               before the function first runs (eval.c, backends).
+ *
+ * fork: the child makes its own files the first time it runs Python code,
+ * starting from a copy of everything its parent had announced (the child
+ * runs those trampolines too). Arenas are never unmapped. */
+#include "log.h"
+#include "slot.h"
+#include "state.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pi_state pi_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* NOT_YET: no CPython seen. WAITING: CPython found, no interpreter running
+ * yet. ACTIVE: files open, hooking interpreters. STOOD_ASIDE: final. */
+enum attach_status { NOT_YET, WAITING, ACTIVE, STOOD_ASIDE };
+static _Atomic int attach_status = NOT_YET;
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A problem found while preparing, reported when Python actually starts. */
+static char deferred_error[512];
+
+static const char *env_lookup(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* --- fork ------------------------------------------------------------- */
+
+static void before_fork(void) { pthread_mutex_lock(&pi_state.lock); }
+
+static void after_fork_parent(void) { pthread_mutex_unlock(&pi_state.lock); }
+
+/* Only flags work for later: a child that execs at once (subprocess) never
+ * makes files; one that runs Python does so on its first call. */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&pi_state.lock, NULL);
+    atomic_store(&pi_state.hot.fork_pending, 1);
+}
+
+/* --- resolve ---------------------------------------------------------- */
+
+static int open_backends(struct pi_state *s, char *err, size_t errlen)
+{
+    s->nbackends = 0;
+    if (s->cfg.map) {
+        s->perfmap.fd = -1;
+        if (pi_perfmap_ops.open(&s->perfmap, s->cfg.dir, s->pid, err, errlen) != 0)
+            return -1;
+        s->backends[s->nbackends++] = (struct pi_backend){&pi_perfmap_ops, &s->perfmap, 0};
+    }
+    if (s->nbackends == 0) {
+        snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
+                              "PYPERFINJECT_JITDUMP=0)");
+        return -1;
+    }
+    return 0;
+}
+
+static void hot_from_abi(struct pi_state *s)
+{
+    s->hot.frame_code_offset = s->abi.frame_code_offset;
+    s->hot.frame_code_tag = s->abi.frame_code_tag;
+    s->hot.ob_type_offset = s->abi.ob_type_offset;
+    s->hot.code_type = s->py.CodeType;
+    s->hot.get_extra = s->py.CodeGetExtra;
+}
+
+/* Everything that can be decided without touching the process: settings,
+ * symbols, layout checks, the slot image. No files, no output: a program
+ * that merely links libpython (perf does) must not notice us. Returns 0, 1
+ * when switched off, or -1 with the reason in err. */
+static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned minor, char *err,
+                   size_t errlen)
+{
+    char missing[128];
+    if (pi_config_parse(&s->cfg, env_lookup, NULL, err, errlen) != 0)
+        return -1;
+    pi_log_set_level(s->cfg.verbose);
+    if (!s->cfg.enable)
+        return 1;
+
+    unsigned lo, hi;
+    pi_abi_supported_range(&lo, &hi);
+    if (pi_pysyms_resolve(&s->py, handle, minor, missing, sizeof missing) != 0)
+        return snprintf(err, errlen, "Python %u.%u lacks %s", major, minor, missing), -1;
+    if (pi_abi_lookup(major, minor, s->py.free_threaded, &s->abi) != 0)
+        return snprintf(err, errlen, "Python %u.%u%s is not supported (3.%u-3.%u are)", major,
+                        minor, s->py.free_threaded ? " (free-threaded)" : "", lo, hi), -1;
+    const void *members = *(void *const *)((const char *)s->py.CodeType +
+                                           pi_abi_tp_members_offset(s->abi.free_threaded));
+    char why[256];
+    if (members == NULL || pi_abi_check_members(&s->abi, members, 64, why, sizeof why) != 0)
+        return snprintf(err, errlen, "Python %u.%u has an unexpected code-object layout (%s)",
+                        major, minor, members ? why : "no member table"), -1;
+    if (pi_slot_image_build(&s->image, &s->unwind) != 0)
+        return snprintf(err, errlen, "internal: trampoline template does not fit a slot"), -1;
+    hot_from_abi(s);
+    return 0;
+}
+
+/* First sight of a running interpreter: now the process is really Python.
+ * Report a deferred problem, or create the files. Returns 0 when the
+ * interpreter may be hooked. Called with the thread state attached (3.8+)
+ * or from the watcher thread (3.6/3.7). */
+int pi_activate(struct pi_state *s)
+{
+    int status = atomic_load_explicit(&attach_status, memory_order_acquire);
+    if (status == ACTIVE || status == STOOD_ASIDE)
+        return status == ACTIVE ? 0 : -1;
+    int rc = -1;
+    pthread_mutex_lock(&attach_lock);
+    if (atomic_load(&attach_status) == ACTIVE) {
+        rc = 0;
+    } else if (atomic_load(&attach_status) == WAITING) {
+        char err[512];
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        s->pid = (long)getpid();
+        if (getcwd(s->start_cwd, sizeof s->start_cwd) == NULL)
+            s->start_cwd[0] = '\0';
+        s->pool.salt = ((uint64_t)s->pid << 32) ^ (uint64_t)now.tv_nsec ^
+                       (uint64_t)now.tv_sec << 20;
+        if (deferred_error[0] != '\0') {
+            pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally",
+                   deferred_error);
+        } else if (open_backends(s, err, sizeof err) != 0 ||
+                   pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
+            pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
+        } else {
+            rc = 0;
+            pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s", s->abi.major,
+                   s->abi.minor, s->py.free_threaded ? "t" : "", s->perfmap.path);
+        }
+        atomic_store(&attach_status, rc == 0 ? ACTIVE : STOOD_ASIDE);
+    }
+    pthread_mutex_unlock(&attach_lock);
+    return rc;
+}
+
+/* Decides, once per process, whether `handle` is a CPython to serve. */
+static void attach(void *handle)
+{
+    if (!pi_pysyms_is_cpython(handle))
+        return; /* not Python (or not loaded yet): stay silent */
+    pthread_mutex_lock(&attach_lock);
+    if (atomic_load(&attach_status) != NOT_YET)
+        goto out;
+    const char *(*get_version)(void) = (const char *(*)(void))dlsym(handle, "Py_GetVersion");
+    unsigned major = 0, minor = 0;
+    if (pi_abi_parse_version(get_version(), &major, &minor) != 0 || major != 3 || minor < 6) {
+        atomic_store(&attach_status, STOOD_ASIDE); /* Python 2, or no version: inert */
+        goto out;
+    }
+    int rc = prepare(&pi_state, handle, major, minor, deferred_error, sizeof deferred_error);
+    if (rc == 1) {
+        atomic_store(&attach_status, STOOD_ASIDE); /* PYPERFINJECT_ENABLE=0: no cost at all */
+        goto out;
+    }
+    /* Wait for an interpreter even after an error: it is reported only if
+     * the process turns out to run Python. */
+    char err[512];
+    if (pi_interp_start_waiting(&pi_state, handle, minor, err, sizeof err) != 0) {
+        if (rc == 0)
+            pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
+        atomic_store(&attach_status, STOOD_ASIDE);
+        goto out;
+    }
+    atomic_store(&attach_status, WAITING);
+out:
+    pthread_mutex_unlock(&attach_lock);
+}
+
+__attribute__((constructor)) static void pi_constructor(void)
+{
+    /* setuid/setgid/capability programs: never act on the caller's
+     * environment there. */
+    if (getauxval(AT_SECURE) != 0) {
+        atomic_store(&attach_status, STOOD_ASIDE);
+        return;
+    }
+    attach(RTLD_DEFAULT);
+}
+
+/* --- dlopen (documented interposition) --------------------------------
+ * Hosts such as uwsgi load libpython with dlopen(RTLD_LOCAL) long after
+ * start-up, which hides it from dlsym(RTLD_DEFAULT). Watching dlopen lets the
+ * library attach through the new handle before the host initialises Python. */
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+{
+    static _Atomic(dlopen_fn) real;
+    dlopen_fn f = atomic_load_explicit(&real, memory_order_acquire);
+    if (f == NULL) {
+        f = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+        atomic_store_explicit(&real, f, memory_order_release);
+    }
+    void *handle = f(file, mode);
+    if (handle != NULL && file != NULL && atomic_load(&attach_status) == NOT_YET)
+        attach(handle);
+    return handle;
+}

@@ -1,0 +1,247 @@
+/* Finding interpreters and hooking each one.
+ *
+ * 3.8+: an audit hook registered before initialisation (PySys_AddAuditHook is
+ * documented safe then) fires inside every interpreter during its own
+ * initialisation, with its thread state attached and before user code runs:
+ * the first event seen in an interpreter installs the eval-frame function
+ * there. Subinterpreters are covered the same way. Finalisation clears audit
+ * hooks, so a Py_AtExit callback re-registers for a host that initialises
+ * Python again.
+ *
+ * 3.6/3.7 have no audit hooks: a watcher thread polls for the main
+ * interpreter and stores its eval_frame field (one aligned pointer store).
+ * Code that runs before that (tens of microseconds into start-up) is missed;
+ * subinterpreters are not hooked. */
+#include "log.h"
+#include "state.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t interp_id(const struct pi_state *s, void *interp)
+{
+    return s->py.InterpreterGetID ? s->py.InterpreterGetID(interp) : 0;
+}
+
+static int id_installed(struct pi_state *s, int64_t id)
+{
+    uint64_t words = atomic_load_explicit(&s->installed_words, memory_order_acquire);
+    uint64_t *bits = atomic_load_explicit(&s->installed_ids, memory_order_acquire);
+    if (id < 0 || (uint64_t)id / 64 >= words || bits == NULL)
+        return 0;
+    return (atomic_load_explicit((_Atomic uint64_t *)&bits[id / 64], memory_order_relaxed) >>
+            (id % 64)) & 1;
+}
+
+/* Under lock. Old bitmaps are never freed: a reader may still hold one. */
+static int mark_installed(struct pi_state *s, int64_t id)
+{
+    uint64_t words = atomic_load(&s->installed_words);
+    uint64_t *bits = atomic_load(&s->installed_ids);
+    if ((uint64_t)id / 64 >= words) {
+        uint64_t grown = words ? words : 4;
+        while ((uint64_t)id / 64 >= grown)
+            grown *= 2;
+        uint64_t *bigger = calloc(grown, sizeof *bigger);
+        if (bigger == NULL)
+            return -1;
+        if (bits)
+            memcpy(bigger, bits, words * sizeof *bits);
+        atomic_store(&s->installed_ids, bigger);
+        atomic_store(&s->installed_words, grown);
+        bits = bigger;
+    }
+    atomic_fetch_or((_Atomic uint64_t *)&bits[id / 64], 1ull << (id % 64));
+    return 0;
+}
+
+static void *read_eval_func(const struct pi_state *s, void *interp)
+{
+    if (s->abi.install == PI_INSTALL_SETTER)
+        return s->py.GetEvalFrameFunc(interp);
+    return *(void *volatile *)((char *)interp + s->abi.eval_frame_offset);
+}
+
+static void write_eval_func(const struct pi_state *s, void *interp, void *fn)
+{
+    if (s->abi.install == PI_INSTALL_SETTER)
+        s->py.SetEvalFrameFunc(interp, fn);
+    else /* aligned pointer store: atomic on x86_64 and aarch64 */
+        __atomic_store_n((void **)((char *)interp + s->abi.eval_frame_offset), fn,
+                         __ATOMIC_RELEASE);
+}
+
+/* The evaluator our hook must call in this interpreter: the default one, or
+ * a PEP 523 function somebody installed before us (chaining keeps both
+ * working). NULL if the field holds something that isn't code. */
+static void *choose_next(const struct pi_state *s, void *current)
+{
+    if (current == NULL || current == s->py.EvalFrameDefault)
+        return s->py.EvalFrameDefault;
+    Dl_info info;
+    if (dladdr(current, &info) == 0)
+        return NULL; /* not in any loaded object: maybe a wrong offset */
+    pi_log(PI_LOG_INFO, "another eval-frame function is installed (%s in %s); chaining to it",
+           info.dli_sname ? info.dli_sname : "?", info.dli_fname ? info.dli_fname : "?");
+    return current;
+}
+
+static void on_finalize(void);
+
+/* Under lock: make the hot path serve this interpreter. */
+static void publish(struct pi_state *s, void *interp, long index, void *next)
+{
+    unsigned slot = s->nrecords % PI_MAX_INTERP_RECORDS;
+    s->records[slot] = (struct pi_interp_record){interp, index, next};
+    if (s->nrecords == 0) {
+        s->hot.extra_index = index;
+        s->hot.next_eval = next;
+    } else if (index != s->hot.extra_index || next != s->hot.next_eval) {
+        atomic_store_explicit(&s->hot.mixed, 1, memory_order_release);
+    }
+    s->nrecords++;
+}
+
+void pi_interp_install(struct pi_state *s, void *interp)
+{
+    int64_t id = interp_id(s, interp);
+    if (id_installed(s, id))
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (id_installed(s, id) || mark_installed(s, id) != 0)
+        goto out;
+
+    void *hook = pi_eval_hook_for(s->abi.hook);
+    void *current = read_eval_func(s, interp);
+    if (current == hook)
+        goto out;
+    void *next = choose_next(s, current);
+    if (next == NULL) {
+        pi_log(PI_LOG_WARN, "interpreter %lld: unexpected eval_frame value; not hooking it",
+               (long long)id);
+        goto out;
+    }
+    long index = -1;
+    if (s->abi.extra != PI_EXTRA_SIDE_TABLE) {
+        index = (long)s->py.RequestCodeExtraIndex(NULL);
+        if (index < 0) {
+            s->py.ErrClear();
+            pi_log(PI_LOG_WARN, "interpreter %lld: no code-extra slot left; not hooking it",
+                   (long long)id);
+            goto out;
+        }
+    }
+    publish(s, interp, index, next);
+    write_eval_func(s, interp, hook);
+    pi_log(PI_LOG_DEBUG, "hooked interpreter %lld (code-extra index %ld)", (long long)id, index);
+
+    if (!s->atexit_registered && s->py.AtExit(on_finalize) == 0)
+        s->atexit_registered = 1;
+out:
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int audit_hook(const char *event, pi_pyobj *args, void *userdata)
+{
+    (void)event, (void)args;
+    struct pi_state *s = userdata;
+    if (pi_activate(s) != 0)
+        return 0;
+    void *tstate = s->wait.thread_state_get();
+    if (tstate != NULL)
+        pi_interp_install(s, *(void **)((char *)tstate + 16));
+    return 0;
+}
+
+/* Runs at the very end of Py_FinalizeEx. Interpreter IDs start again at 0 in
+ * a new runtime, and the audit hook list was cleared: start over. Trampolines
+ * and files stay (frames and perf still refer to them). */
+static void on_finalize(void)
+{
+    struct pi_state *s = &pi_state;
+    pthread_mutex_lock(&s->lock);
+    uint64_t *bits = atomic_load(&s->installed_ids);
+    uint64_t words = atomic_load(&s->installed_words);
+    for (uint64_t i = 0; i < words; i++)
+        atomic_store((_Atomic uint64_t *)&bits[i], 0);
+    s->nrecords = 0;
+    atomic_store(&s->hot.mixed, 0);
+    s->atexit_registered = 0;
+    pthread_mutex_unlock(&s->lock);
+    if (s->wait.add_audit_hook && s->wait.add_audit_hook(audit_hook, s) != 0)
+        pi_log(PI_LOG_INFO, "cannot re-register the audit hook after finalisation");
+}
+
+/* The main interpreter is published in the interpreter list only after its
+ * fields are set (PyInterpreterState_New), and eval_frame is written nowhere
+ * else: hooking as soon as it appears, well before Py_IsInitialized() turns
+ * 1, catches the whole start-up. */
+static void *watcher(void *arg)
+{
+    struct pi_state *s = arg;
+    /* Poll fast at first (interpreters appear within milliseconds), then back
+     * off; give up after a minute of a runtime that never starts. */
+    long delay_ns = 20 * 1000;
+    for (long waited_ns = 0; waited_ns < 60L * 1000 * 1000 * 1000; waited_ns += delay_ns) {
+        void *interp = s->wait.interpreter_head();
+        if (interp != NULL) {
+            if (pi_activate(s) == 0)
+                pi_interp_install(s, interp);
+            return NULL;
+        }
+        struct timespec ts = {0, delay_ns};
+        nanosleep(&ts, NULL);
+        if (delay_ns < 5 * 1000 * 1000)
+            delay_ns *= 2;
+    }
+    pi_log(PI_LOG_INFO, "Python was not initialised within a minute; not waiting any longer");
+    return NULL;
+}
+
+int pi_interp_start_waiting(struct pi_state *s, void *handle, unsigned minor, char *err,
+                            size_t errlen)
+{
+    s->wait.add_audit_hook = (int (*)(pi_audit_hook_fn, void *))dlsym(handle, "PySys_AddAuditHook");
+    s->wait.thread_state_get = (void *(*)(void))dlsym(handle, "PyThreadState_GetUnchecked");
+    if (s->wait.thread_state_get == NULL)
+        s->wait.thread_state_get = (void *(*)(void))dlsym(handle, "_PyThreadState_UncheckedGet");
+    s->wait.interpreter_head = (void *(*)(void))dlsym(handle, "PyInterpreterState_Head");
+    if (minor >= 8) {
+        if (s->wait.add_audit_hook == NULL || s->wait.thread_state_get == NULL) {
+            snprintf(err, errlen, "Python 3.%u lacks PySys_AddAuditHook", minor);
+            return -1;
+        }
+        if (s->wait.add_audit_hook(audit_hook, s) != 0) {
+            snprintf(err, errlen, "PySys_AddAuditHook refused the hook");
+            return -1;
+        }
+        return 0;
+    }
+    if (s->wait.interpreter_head == NULL) {
+        snprintf(err, errlen, "Python 3.%u lacks PyInterpreterState_Head", minor);
+        return -1;
+    }
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* Block all signals in the watcher: the host's handlers must run on its
+     * own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&thread, &attr, watcher, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the watcher thread: %s", strerror(rc));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,108 @@
+#include "names.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. Rejects
+ * overlong forms, surrogates and code points above U+10FFFF. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned min_cp;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, min_cp = 0x80, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, min_cp = 0x800, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, min_cp = 0x10000, cp = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min_cp || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* Appends src with escaping; returns 1 if all of it fitted. */
+static int append(char *out, size_t *used, size_t cap, const char *src, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)src;
+    size_t u = *used;
+    size_t i = 0;
+    while (i < len) {
+        size_t seq = utf8_sequence(s + i, len - i);
+        if (seq == 1 && s[i] >= 0x20 && s[i] != 0x7f) {
+            if (u + 1 >= cap)
+                break;
+            out[u++] = (char)s[i++];
+        } else if (seq > 1) {
+            if (u + seq >= cap)
+                break;
+            memcpy(out + u, s + i, seq);
+            u += seq;
+            i += seq;
+        } else { /* control byte or a byte that starts no valid sequence */
+            if (u + 4 >= cap)
+                break;
+            out[u++] = '\\';
+            out[u++] = 'x';
+            out[u++] = hex[s[i] >> 4];
+            out[u++] = hex[s[i] & 15];
+            i++;
+        }
+    }
+    out[u] = '\0';
+    *used = u;
+    return i == len;
+}
+
+size_t pi_sanitize_append(char *out, size_t used, size_t cap, const char *src, size_t len)
+{
+    if (cap == 0 || used >= cap)
+        return used;
+    append(out, &used, cap, src, len);
+    return used;
+}
+
+size_t pi_format_symbol(char *out, size_t cap, const char *qualname, size_t qualname_len,
+                        const char *filename, size_t filename_len)
+{
+    static const char ellipsis[] = "...";
+    if (cap < sizeof ellipsis + 8)
+        return cap ? (out[0] = '\0', 0) : 0;
+    /* Work within PI_SYMBOL_MAX, keeping room for the ellipsis. */
+    size_t limit = cap < PI_SYMBOL_MAX + 1 ? cap : PI_SYMBOL_MAX + 1;
+    size_t body = limit - (sizeof ellipsis - 1);
+    size_t used = 0;
+    int whole = append(out, &used, body, "py::", 4) &&
+                (qualname ? append(out, &used, body, qualname, qualname_len)
+                          : append(out, &used, body, "?", 1)) &&
+                append(out, &used, body, ":", 1) &&
+                (filename ? append(out, &used, body, filename, filename_len)
+                          : append(out, &used, body, "?", 1));
+    if (!whole) {
+        memcpy(out + used, ellipsis, sizeof ellipsis);
+        used += sizeof ellipsis - 1;
+    }
+    return used;
+}
+
+size_t pi_format_map_line(char *out, size_t cap, uintptr_t start, uint32_t size,
+                          const char *symbol)
+{
+    int n = snprintf(out, cap, "%lx %x %s\n", (unsigned long)start, (unsigned)size, symbol);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    return (size_t)n;
+}

@@ -1,0 +1,33 @@
+/* Opening the per-process output files safely.
+ *
+ * The directory is shared (/tmp by default) and the file names are
+ * predictable, so another user may have planted a link or a file there. A
+ * file is used only if it is a regular file we own with one link; it is
+ * opened without following a symlink, is truncated only after those checks,
+ * and has mode 0600. */
+#ifndef PI_OUTFILE_H
+#define PI_OUTFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Builds "<dir>/<prefix><pid><suffix>". Returns 0, or -1 if it doesn't fit. */
+int pi_outfile_path(char *path, size_t cap, const char *dir, const char *prefix, long pid,
+                    const char *suffix);
+
+/* Opens (creating or emptying) the file at path with the given access mode
+ * (O_WRONLY or O_RDWR; O_APPEND allowed). Returns the fd, or -1 with a reason
+ * in err. Async-signal-safe apart from the error text. */
+int pi_outfile_open(const char *path, int access, char *err, size_t errlen);
+
+/* Writes all of buf at the end of the file (fd opened O_APPEND), retrying on
+ * EINTR. If the write stops short (disk full), the partial bytes are cut off
+ * again at `size_before` so the file never holds half a record. Returns 0 or
+ * -1 with errno set. */
+int pi_outfile_append(int fd, const void *buf, size_t len, uint64_t size_before);
+
+/* Copies the first `len` bytes of from_fd to the end of to_fd (used by a
+ * forked child to inherit its parent's entries). Returns 0 or -1. */
+int pi_outfile_copy_prefix(int from_fd, int to_fd, uint64_t len);
+
+#endif

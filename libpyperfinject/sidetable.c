@@ -1,0 +1,61 @@
+#include "sidetable.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t hash(const void *code)
+{
+    uintptr_t x = (uintptr_t)code >> 4; /* objects are 16-byte aligned */
+    x ^= x >> 17;
+    x *= 0xed5ad4bbu;
+    x ^= x >> 11;
+    return (size_t)x;
+}
+
+static struct pi_side_entry *find(const struct pi_sidetable *t, const void *code)
+{
+    size_t mask = t->capacity - 1;
+    for (size_t i = hash(code) & mask;; i = (i + 1) & mask)
+        if (t->slots[i].key.code == code || t->slots[i].key.code == NULL)
+            return &t->slots[i];
+}
+
+void *pi_sidetable_get(const struct pi_sidetable *t, const struct pi_side_key *key)
+{
+    if (t->capacity == 0)
+        return NULL;
+    const struct pi_side_entry *e = find(t, key->code);
+    if (e->key.code == NULL || e->key.name != key->name || e->key.filename != key->filename ||
+        e->key.firstlineno != key->firstlineno)
+        return NULL;
+    return e->tramp;
+}
+
+static int grow(struct pi_sidetable *t)
+{
+    size_t capacity = t->capacity ? t->capacity * 2 : 1024;
+    struct pi_side_entry *slots = calloc(capacity, sizeof *slots);
+    if (slots == NULL)
+        return -1;
+    struct pi_sidetable bigger = {slots, capacity, 0};
+    for (size_t i = 0; i < t->capacity; i++)
+        if (t->slots[i].key.code != NULL) {
+            *find(&bigger, t->slots[i].key.code) = t->slots[i];
+            bigger.used++;
+        }
+    free(t->slots);
+    *t = bigger;
+    return 0;
+}
+
+int pi_sidetable_put(struct pi_sidetable *t, const struct pi_side_key *key, void *tramp)
+{
+    if ((t->used + 1) * 2 > t->capacity && grow(t) != 0)
+        return -1;
+    struct pi_side_entry *e = find(t, key->code);
+    if (e->key.code == NULL)
+        t->used++;
+    e->key = *key;
+    e->tramp = tramp;
+    return 0;
+}

@@ -1,0 +1,109 @@
+/* config.c: defaults, accepted spellings, and rejection of bad values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+/* A fake environment: NULL-terminated name/value pairs. */
+static const char *fake_getenv(const char *name, void *ctx)
+{
+    const char *const *kv = ctx;
+    for (; kv[0] != NULL; kv += 2)
+        if (strcmp(kv[0], name) == 0)
+            return kv[1];
+    return NULL;
+}
+
+static int parse(struct pi_config *cfg, const char *const *env, char *err, size_t errlen)
+{
+    return pi_config_parse(cfg, fake_getenv, (void *)env, err, errlen);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    const char *env[] = {NULL};
+    struct pi_config cfg;
+    char err[256] = "";
+    assert_int_equal(parse(&cfg, env, err, sizeof err), 0);
+    assert_int_equal(cfg.enable, 1);
+    assert_int_equal(cfg.map, 1);
+    assert_int_equal(cfg.jitdump, 1);
+    assert_int_equal(cfg.verbose, 1);
+    assert_int_equal(cfg.copy_on_fork, 1);
+    assert_string_equal(cfg.dir, "/tmp");
+}
+
+static void test_accepted_values(void **state)
+{
+    (void)state;
+    const char *env[] = {"PYPERFINJECT_ENABLE", "off",  "PYPERFINJECT_MAP", "No",
+                         "PYPERFINJECT_JITDUMP", "TRUE", "PYPERFINJECT_VERBOSE", "3",
+                         "PYPERFINJECT_DIR", "/var/tmp/prof//", NULL};
+    struct pi_config cfg;
+    char err[256] = "";
+    assert_int_equal(parse(&cfg, env, err, sizeof err), 0);
+    assert_int_equal(cfg.enable, 0);
+    assert_int_equal(cfg.map, 0);
+    assert_int_equal(cfg.jitdump, 1);
+    assert_int_equal(cfg.verbose, 3);
+    assert_string_equal(cfg.dir, "/var/tmp/prof");
+}
+
+static void expect_rejected(const char *name, const char *value)
+{
+    const char *env[] = {name, value, NULL};
+    struct pi_config cfg;
+    char err[256] = "";
+    assert_int_equal(parse(&cfg, env, err, sizeof err), -1);
+    assert_non_null(strstr(err, name)); /* the message names the variable */
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    static char huge[10000];
+    memset(huge, '7', sizeof huge - 1);
+    expect_rejected("PYPERFINJECT_ENABLE", "");
+    expect_rejected("PYPERFINJECT_ENABLE", "2");
+    expect_rejected("PYPERFINJECT_ENABLE", "yes please");
+    expect_rejected("PYPERFINJECT_VERBOSE", "-1");
+    expect_rejected("PYPERFINJECT_VERBOSE", "4");
+    expect_rejected("PYPERFINJECT_VERBOSE", "banana");
+    expect_rejected("PYPERFINJECT_VERBOSE", "1x");
+    expect_rejected("PYPERFINJECT_VERBOSE", huge);
+    expect_rejected("PYPERFINJECT_VERBOSE", "99999999999999999999");
+    expect_rejected("PYPERFINJECT_DIR", "");
+    expect_rejected("PYPERFINJECT_DIR", "relative/dir");
+    expect_rejected("PYPERFINJECT_DIR", "/tmp/new\nline");
+    memset(huge, 'd', sizeof huge - 1);
+    huge[0] = '/';
+    expect_rejected("PYPERFINJECT_DIR", huge);
+}
+
+static void test_every_name_is_listed(void **state)
+{
+    (void)state;
+    size_t i = 0;
+    while (pi_config_name(i) != NULL) {
+        assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
+        i++;
+    }
+    assert_int_equal(i, 6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_accepted_values),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_every_name_is_listed),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
