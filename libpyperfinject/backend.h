@@ -43,11 +43,23 @@ struct pi_backend {
 };
 
 extern const struct pi_backend_ops pi_perfmap_ops;
+extern const struct pi_backend_ops pi_jitdump_ops;
 
 /* State of the perf-map backend (public so the owner can embed it). */
 struct pi_perfmap {
     int fd;
     uint64_t size; /* bytes written: what a forked child inherits */
+    char path[4096];
+};
+
+/* State of the jitdump backend. */
+struct pi_jitdump {
+    int fd;
+    uint64_t size;     /* bytes written: what a forked child inherits */
+    uint32_t pid;      /* written into CODE_LOAD records */
+    uint32_t elf_mach; /* EM_X86_64 / EM_AARCH64 */
+    int closed;        /* JIT_CODE_CLOSE written */
+    void *marker;      /* the PROT_EXEC mapping perf looks for */
     char path[4096];
 };
 

@@ -64,21 +64,54 @@ static void after_fork_child(void)
 
 /* --- resolve ---------------------------------------------------------- */
 
+/* Opens every output switched on. One that fails is reported and left out
+ * (a noexec directory costs DWARF mode, not the map); only when none works
+ * is the library disabled. */
 static int open_backends(struct pi_state *s, char *err, size_t errlen)
 {
+    struct {
+        int wanted;
+        const struct pi_backend_ops *ops;
+        void *self;
+    } outputs[] = {
+        {s->cfg.map, &pi_perfmap_ops, &s->perfmap},
+        {s->cfg.jitdump, &pi_jitdump_ops, &s->jitdump},
+    };
+    s->perfmap.fd = s->jitdump.fd = -1;
+    s->jitdump.elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
     s->nbackends = 0;
-    if (s->cfg.map) {
-        s->perfmap.fd = -1;
-        if (pi_perfmap_ops.open(&s->perfmap, s->cfg.dir, s->pid, err, errlen) != 0)
-            return -1;
-        s->backends[s->nbackends++] = (struct pi_backend){&pi_perfmap_ops, &s->perfmap, 0};
+    snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
+                          "PYPERFINJECT_JITDUMP=0)");
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
+        if (!outputs[i].wanted)
+            continue;
+        if (outputs[i].ops->open(outputs[i].self, s->cfg.dir, s->pid, err, errlen) != 0) {
+            pi_log(PI_LOG_WARN, "%s", err);
+            continue;
+        }
+        s->backends[s->nbackends++] = (struct pi_backend){outputs[i].ops, outputs[i].self, 0};
     }
-    if (s->nbackends == 0) {
-        snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
-                              "PYPERFINJECT_JITDUMP=0)");
-        return -1;
+    return s->nbackends > 0 ? 0 : -1;
+}
+
+/* At exit: final records (JIT_CODE_CLOSE). Descriptors stay open for
+ * daemon threads that may still run; a lock held by a stuck thread means
+ * the records are skipped rather than exit hanging. */
+__attribute__((destructor)) static void pi_destructor(void)
+{
+    struct pi_state *s = &pi_state;
+    if (atomic_load(&attach_status) != ACTIVE || atomic_load(&s->hot.fork_pending))
+        return;
+    for (int tries = 0; pthread_mutex_trylock(&s->lock) != 0; tries++) {
+        if (tries == 100)
+            return;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
     }
-    return 0;
+    for (int i = 0; i < s->nbackends; i++)
+        if (s->backends[i].ops->close && !s->backends[i].failed)
+            s->backends[i].ops->close(s->backends[i].self);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void hot_from_abi(struct pi_state *s)
@@ -153,8 +186,10 @@ int pi_activate(struct pi_state *s)
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
         } else {
             rc = 0;
-            pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s", s->abi.major,
-                   s->abi.minor, s->py.free_threaded ? "t" : "", s->perfmap.path);
+            pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s %s", s->abi.major,
+                   s->abi.minor, s->py.free_threaded ? "t" : "",
+                   s->perfmap.fd >= 0 ? s->perfmap.path : "",
+                   s->jitdump.fd >= 0 ? s->jitdump.path : "");
         }
         atomic_store(&attach_status, rc == 0 ? ACTIVE : STOOD_ASIDE);
     }

@@ -30,8 +30,9 @@ size_t pi_jr_code_load_size(const char *name, uint64_t code_size)
 
 size_t pi_jr_debug_info_size(const char *filename)
 {
-    return record_size(sizeof(struct pi_jr_debug_info) + sizeof(struct pi_jr_debug_entry),
-                       strlen(filename) + 1, 0);
+    size_t name_len = strlen(filename) + 1;
+    return record_size(sizeof(struct pi_jr_debug_info) + 2 * sizeof(struct pi_jr_debug_entry),
+                       2 * name_len, 0);
 }
 
 size_t pi_jr_unwinding_info_size(uint64_t unwinding_size)
@@ -79,20 +80,33 @@ size_t pi_jr_unwinding_info(uint8_t *out, size_t cap, uint64_t timestamp, const 
 }
 
 size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t code_addr,
-                        int32_t lineno, const char *filename)
+                        uint64_t code_size, int32_t lineno, const char *filename)
 {
     size_t n = pi_jr_debug_info_size(filename);
+    size_t name_len = strlen(filename) + 1;
     struct pi_jr_debug_info r;
-    struct pi_jr_debug_entry e = { code_addr, lineno, 0 };
+    /* Two rows with the same line: where the code starts and its last byte.
+     * perf turns the entries into a DWARF line table whose last row ends
+     * the sequence, so a single row would describe an empty range. */
+    struct pi_jr_debug_entry rows[2] = {
+        {code_addr, lineno, 0},
+        {code_addr + (code_size > 0 ? code_size - 1 : 0), lineno, 0},
+    };
 
     if (n == 0 || cap < n)
         return 0;
     r.p = prefix(PI_JIT_CODE_DEBUG_INFO, n, timestamp);
     r.code_addr = code_addr;
-    r.nr_entry = 1;
-    memcpy(out, &r, sizeof r);
-    memcpy(out + sizeof r, &e, sizeof e);
-    memcpy(out + sizeof r + sizeof e, filename, strlen(filename) + 1);
+    r.nr_entry = 2;
+    size_t off = 0;
+    memcpy(out + off, &r, sizeof r);
+    off += sizeof r;
+    for (int i = 0; i < 2; i++) {
+        memcpy(out + off, &rows[i], sizeof rows[i]);
+        off += sizeof rows[i];
+        memcpy(out + off, filename, name_len);
+        off += name_len;
+    }
     return n;
 }
 

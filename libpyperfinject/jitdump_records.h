@@ -32,10 +32,11 @@ size_t pi_jr_header(uint8_t *out, size_t cap, uint32_t elf_mach, uint32_t pid,
 size_t pi_jr_unwinding_info(uint8_t *out, size_t cap, uint64_t timestamp, const uint8_t *unwind,
                             uint64_t total, uint64_t hdr_size, uint64_t mapped_size);
 
-/* JIT_CODE_DEBUG_INFO with a single line entry {code_addr, lineno, 0,
- * filename}: the whole trampoline maps to the function's first line. */
+/* JIT_CODE_DEBUG_INFO with two line entries, {code_addr} and
+ * {code_addr + code_size - 1}, both at lineno in filename: the whole
+ * trampoline maps to the function's first line. */
 size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t code_addr,
-                        int32_t lineno, const char *filename);
+                        uint64_t code_size, int32_t lineno, const char *filename);
 
 /* JIT_CODE_LOAD: vma = code_addr; the code bytes are copied from `code`
  * (the live trampoline, so dumped bytes equal executed bytes). */

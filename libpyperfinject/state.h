@@ -67,6 +67,7 @@ struct pi_state {
     struct pi_backend backends[PI_MAX_BACKENDS];
     int nbackends;
     struct pi_perfmap perfmap;
+    struct pi_jitdump jitdump;
     struct pi_sidetable side;
     struct pi_interp_record records[PI_MAX_INTERP_RECORDS];
     unsigned nrecords;

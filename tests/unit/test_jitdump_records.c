@@ -134,21 +134,25 @@ static void test_debug_info_layout(void **state)
     (void)state;
     uint8_t b[128];
     const char *file = "/srv/app/main.py";
-    size_t want = 48 + strlen(file) + 1;
+    size_t name = strlen(file) + 1;
+    size_t want = 32 + 2 * (16 + name);
 
     assert_int_equal(pi_jr_debug_info_size(file), want);
     memset(b, 0xa5, sizeof b);
-    assert_int_equal(pi_jr_debug_info(b, want - 1, 3, 0x5000, 12, file), 0);
-    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 12, file), want);
+    assert_int_equal(pi_jr_debug_info(b, want - 1, 3, 0x5000, 16, 12, file), 0);
+    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 16, 12, file), want);
     assert_int_equal(u32_at(b + 0), 2);
     assert_int_equal(u32_at(b + 4), want);
     assert_int_equal(u64_at(b + 8), 3);
     assert_int_equal(u64_at(b + 16), 0x5000); /* code_addr */
-    assert_int_equal(u64_at(b + 24), 1);      /* nr_entry */
+    assert_int_equal(u64_at(b + 24), 2);      /* nr_entry: first and last byte */
     assert_int_equal(u64_at(b + 32), 0x5000); /* entry addr */
     assert_int_equal(u32_at(b + 40), 12);     /* lineno */
     assert_int_equal(u32_at(b + 44), 0);      /* discrim */
     assert_string_equal((const char *)b + 48, file);
+    assert_int_equal(u64_at(b + 48 + name), 0x500f); /* last byte of the code */
+    assert_int_equal(u32_at(b + 56 + name), 12);
+    assert_string_equal((const char *)b + 64 + name, file);
     assert_int_equal(b[want], 0xa5);
 }
 
@@ -282,7 +286,8 @@ static void add_group(struct dump *d, const struct spec *sp, size_t i, uint64_t 
         uint8_t *out = d->buf + d->len;
         size_t cap = sizeof d->buf - d->len;
         if (what == 0) {
-            note(d, pi_jr_debug_info(out, cap, (*ts)++, addr, (int32_t)(10 + i), "/srv/t.py"),
+            note(d, pi_jr_debug_info(out, cap, (*ts)++, addr, s.code_size, (int32_t)(10 + i),
+                                     "/srv/t.py"),
                  PI_JIT_CODE_DEBUG_INFO);
         } else if (what == 1 && sp->order != NO_UNWIND) {
             size_t n = pi_jr_unwinding_info(out, cap, (*ts)++, unwind, sz.total, sz.hdr_size,
@@ -311,7 +316,7 @@ static void build(struct dump *d, const struct spec *sp)
     for (size_t i = 0; i < sp->n; i++)
         add_group(d, sp, i, &ts);
     if (sp->debug_then_close)
-        note(d, pi_jr_debug_info(d->buf + d->len, sizeof d->buf - d->len, ts++, BASE, 1, "x.py"),
+        note(d, pi_jr_debug_info(d->buf + d->len, sizeof d->buf - d->len, ts++, BASE, 16, 1, "x.py"),
              PI_JIT_CODE_DEBUG_INFO);
     if (sp->close)
         note(d, pi_jr_code_close(d->buf + d->len, sizeof d->buf - d->len, ts++),
@@ -538,7 +543,7 @@ static const struct corruption corruptions[] = {
     { "debug entry addr", DEBUG, 1, 32, ADD64, 100, PI_JDC_DEBUG_ADDR },
     { "debug nr_entry", DEBUG, 1, 24, SET64, 0, PI_JDC_BAD_DEBUG_INFO },
     { "debug lineno", DEBUG, 1, 40, SET32, 0, PI_JDC_BAD_DEBUG_INFO },
-    { "debug two entries", DEBUG, 1, 24, SET64, 2, PI_JDC_BAD_DEBUG_INFO },
+    { "debug three entries", DEBUG, 1, 24, SET64, 3, PI_JDC_BAD_DEBUG_INFO },
 };
 
 static uint8_t *locate(struct dump *d, enum target t, size_t nth)

@@ -1,0 +1,174 @@
+/* The jitdump backend: jit-PID.dump for `perf inject --jit`.
+ *
+ * perf finds the file through an executable mmap of it in the recorded
+ * process (the marker below), then builds one small ELF per CODE_LOAD with
+ * the code, the unwinding info that preceded it (so `--call-graph dwarf`
+ * unwinds through the trampoline) and a line table from the DEBUG_INFO
+ * record (so srcline shows script.py:LINE).
+ *
+ * Records of one trampoline (DEBUG_INFO, UNWINDING_INFO, CODE_LOAD) go out
+ * in a single write(2) on an O_APPEND descriptor: nothing is buffered, so a
+ * killed process leaves a dump that is valid up to its last trampoline. */
+#include "backend.h"
+#include "ehframe.h"
+#include "jitdump_format.h"
+#include "jitdump_records.h"
+#include "names.h"
+#include "outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* what `perf record -k 1` uses */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* perf recognises the dump by an executable mapping of it; the mapping is
+ * never touched again and, like the arenas, never unmapped. */
+static int map_marker(struct pi_jitdump *j, char *err, size_t errlen)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    j->marker = mmap(NULL, (size_t)(page > 0 ? page : 4096), PROT_READ | PROT_EXEC, MAP_PRIVATE,
+                     j->fd, 0);
+    if (j->marker != MAP_FAILED)
+        return 0;
+    int e = errno;
+    j->marker = NULL;
+    snprintf(err, errlen,
+             "cannot map %s executable (%s%s); perf inject could not find it, so only the perf "
+             "map is written (set PYPERFINJECT_DIR to a directory mounted without noexec for "
+             "DWARF unwinding)",
+             j->path, strerror(e), e == EPERM || e == EACCES ? ": noexec mount?" : "");
+    return -1;
+}
+
+static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err, size_t errlen)
+{
+    if (pi_outfile_path(j->path, sizeof j->path, dir, "jit-", pid, ".dump") != 0)
+        return snprintf(err, errlen, "output path too long"), -1;
+    /* O_RDWR: mmap needs read access, and a forked child reads back records. */
+    j->fd = pi_outfile_open(j->path, O_RDWR | O_APPEND, err, errlen);
+    j->size = 0;
+    if (j->fd < 0)
+        return -1;
+    uint8_t header[sizeof(struct pi_jitdump_header)];
+    size_t n = pi_jr_header(header, sizeof header, j->elf_mach, (uint32_t)pid, now_ns());
+    if (n == 0 || pi_outfile_append(j->fd, header, n, 0) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", j->path, strerror(errno));
+        return -1;
+    }
+    j->size = n;
+    return map_marker(j, err, errlen);
+}
+
+static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t errlen)
+{
+    struct pi_jitdump *j = self;
+    j->pid = (uint32_t)pid;
+    return start_file(j, dir, pid, err, errlen);
+}
+
+static int jitdump_write(void *self, const struct pi_tramp_info *t)
+{
+    struct pi_jitdump *j = self;
+    if (j->closed)
+        return 0;
+    /* A name and a file name of at most PI_SYMBOL_MAX each, the code and the
+     * unwind info of one slot: a bounded stack buffer. */
+    uint8_t buf[3 * (PI_SYMBOL_MAX + 1) + 4 * 64 + 2 * 256];
+    uint64_t ts = now_ns();
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    size_t used = 0, n;
+    int32_t line = t->firstlineno > 0 ? (int32_t)t->firstlineno : 1; /* lines start at 1 */
+    n = pi_jr_debug_info(buf, sizeof buf, ts, t->addr, t->code_size, line, t->filename);
+    if (n == 0)
+        return errno = EOVERFLOW, -1;
+    used += n;
+    n = pi_jr_unwinding_info(buf + used, sizeof buf - used, ts, t->unwind, t->unwind_size,
+                             t->unwind_hdr_size, t->unwind_mapped_size);
+    if (n == 0)
+        return errno = EOVERFLOW, -1;
+    used += n;
+    n = pi_jr_code_load(buf + used, sizeof buf - used, ts, j->pid, tid, t->addr,
+                        (const void *)t->addr, t->code_size, t->code_index, t->symbol);
+    if (n == 0)
+        return errno = EOVERFLOW, -1;
+    used += n;
+    if (pi_outfile_append(j->fd, buf, used, j->size) != 0)
+        return -1;
+    j->size += used;
+    return 0;
+}
+
+/* Copies the parent's records into the child's new file, rewriting the pid
+ * of every CODE_LOAD: perf attributes a load to the pid in the record. */
+static int copy_records(int from_fd, uint64_t from, uint64_t end, struct pi_jitdump *j)
+{
+    uint8_t buf[16384];
+    while (from < end) {
+        struct pi_jr_prefix p;
+        if (pread(from_fd, &p, sizeof p, (off_t)from) != (ssize_t)sizeof p ||
+            p.total_size < sizeof p || p.total_size > end - from)
+            return -1;
+        if (p.total_size > sizeof buf) /* never produced by this library */
+            return -1;
+        if (pread(from_fd, buf, p.total_size, (off_t)from) != (ssize_t)p.total_size)
+            return -1;
+        if (p.id == PI_JIT_CODE_LOAD && p.total_size >= sizeof(struct pi_jr_code_load))
+            memcpy(buf + offsetof(struct pi_jr_code_load, pid), &j->pid, sizeof j->pid);
+        if (pi_outfile_append(j->fd, buf, p.total_size, j->size) != 0)
+            return -1;
+        j->size += p.total_size;
+        from += p.total_size;
+    }
+    return 0;
+}
+
+static int jitdump_after_fork_child(void *self, const char *dir, long pid, int inherit,
+                                    char *err, size_t errlen)
+{
+    struct pi_jitdump *j = self;
+    int parent_fd = j->fd;
+    uint64_t parent_size = j->size;
+    j->pid = (uint32_t)pid;
+    j->closed = 0;
+    int rc = start_file(j, dir, pid, err, errlen);
+    uint64_t header = sizeof(struct pi_jitdump_header);
+    if (rc == 0 && inherit && parent_size > header &&
+        copy_records(parent_fd, header, parent_size, j) != 0) {
+        snprintf(err, errlen, "could not copy the parent's records into %s", j->path);
+        rc = -1;
+    }
+    if (parent_fd >= 0)
+        close(parent_fd); /* our copy of the parent's descriptor only */
+    return rc;
+}
+
+static void jitdump_close(void *self)
+{
+    struct pi_jitdump *j = self;
+    uint8_t rec[sizeof(struct pi_jr_prefix)];
+    size_t n = pi_jr_code_close(rec, sizeof rec, now_ns());
+    if (j->closed || j->fd < 0 || n == 0)
+        return;
+    if (pi_outfile_append(j->fd, rec, n, j->size) == 0)
+        j->size += n;
+    j->closed = 1; /* later trampolines (daemon threads at exit) go unrecorded */
+}
+
+const struct pi_backend_ops pi_jitdump_ops = {
+    .name = "jitdump",
+    .open = jitdump_open,
+    .write = jitdump_write,
+    .after_fork_child = jitdump_after_fork_child,
+    .close = jitdump_close,
+};
