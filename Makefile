@@ -17,7 +17,7 @@ SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing $(WARN) $(SAN_FLAGS) \
               -Iinclude -Ilibpyperfinject $(CFLAGS)
-LDLIBS := -ldl -lpthread
+LDLIBS := -ldl -lpthread -lgcc_s
 
 LIB_SRC := $(filter-out %_main.c,$(wildcard libpyperfinject/*.c))
 LIB_ASM := libpyperfinject/tramp_$(TARGET_ARCH_NAME).S

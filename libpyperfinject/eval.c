@@ -9,6 +9,7 @@
 #include "log.h"
 #include "names.h"
 #include "state.h"
+#include "unwind_registry.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -167,7 +168,10 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
     pthread_mutex_lock(&s->lock);
     void *tramp = lookup(s, code, index); /* another thread may have won */
     if (tramp == NULL) {
+        uint64_t arenas = s->pool.arenas;
         tramp = pi_arena_alloc(&s->pool, &s->image);
+        if (tramp != NULL && s->pool.arenas != arenas)
+            pi_unwind_register_arena(s->pool.base, &s->image);
         if (tramp == NULL) {
             pi_log(PI_LOG_WARN, "cannot map executable memory (%m); new functions run unnamed");
         } else {

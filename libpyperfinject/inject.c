@@ -82,16 +82,26 @@ static int open_backends(struct pi_state *s, char *err, size_t errlen)
     s->nbackends = 0;
     snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
                           "PYPERFINJECT_JITDUMP=0)");
+    char failures[2][512];
+    int nfailed = 0;
     for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
         if (!outputs[i].wanted)
             continue;
-        if (outputs[i].ops->open(outputs[i].self, s->cfg.dir, s->pid, err, errlen) != 0) {
-            pi_log(PI_LOG_WARN, "%s", err);
+        if (outputs[i].ops->open(outputs[i].self, s->cfg.dir, s->pid, failures[nfailed],
+                                 sizeof failures[nfailed]) != 0) {
+            nfailed++;
             continue;
         }
         s->backends[s->nbackends++] = (struct pi_backend){outputs[i].ops, outputs[i].self, 0};
     }
-    return s->nbackends > 0 ? 0 : -1;
+    if (s->nbackends == 0) {
+        if (nfailed > 0) /* the first reason says it (usually the directory) */
+            snprintf(err, errlen, "%s", failures[0]);
+        return -1;
+    }
+    for (int i = 0; i < nfailed; i++) /* partial: say what is missing, carry on */
+        pi_log(PI_LOG_WARN, "%s", failures[i]);
+    return 0;
 }
 
 /* At exit: final records (JIT_CODE_CLOSE). Descriptors stay open for

@@ -48,6 +48,10 @@ static int map_marker(struct pi_jitdump *j, char *err, size_t errlen)
              "map is written (set PYPERFINJECT_DIR to a directory mounted without noexec for "
              "DWARF unwinding)",
              j->path, strerror(e), e == EPERM || e == EACCES ? ": noexec mount?" : "");
+    /* A dump perf cannot find is only clutter: remove the file we made. */
+    unlink(j->path);
+    close(j->fd);
+    j->fd = -1;
     return -1;
 }
 

@@ -52,7 +52,10 @@ class Interp(object):
                     "print(sysconfig.get_config_var('LIBDIR') or '')\n"
                     "print(sys.prefix)\n"
                     "print(int(bool(sysconfig.get_config_var('Py_ENABLE_SHARED'))))\n"
-                    "print(int(hasattr(sys, 'gettotalrefcount')))\n")
+                    "print(int(hasattr(sys, 'gettotalrefcount')))\n"
+                    "flags = ' '.join(str(sysconfig.get_config_var(v) or '') for v in\n"
+                    "                 ('CFLAGS', 'PY_CFLAGS', 'PY_CORE_CFLAGS', 'CONFIGURE_CFLAGS'))\n"
+                    "print(int('-fno-omit-frame-pointer' in flags))\n")
             out = subprocess.run([self.command, "-c", code], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, universal_newlines=True,
                                  timeout=TIMEOUT)
@@ -67,6 +70,7 @@ class Interp(object):
                 "prefix": lines[3],
                 "shared": lines[4] == "1",
                 "debug": lines[5] == "1",
+                "frame_pointers": lines[6] == "1",
             }
         return self.info
 
@@ -372,6 +376,195 @@ def scenario_unwritable_dir(runner, interp, work):
         raise Fail("expected unchanged output and one warning, got %r" % extra)
 
 
+def perf_usable():
+    """None if `perf record` works here, else why not."""
+    if shutil.which("perf") is None:
+        return "perf is not installed"
+    probe = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if probe.returncode != 0:
+        return "perf record is not permitted here (kernel.perf_event_paranoid, CAP_PERFMON): %s" \
+            % probe.stderr.decode(errors="replace").strip()[-160:]
+    return None
+
+
+def perf_samples(text):
+    """perf script output -> list of frame-symbol lists, innermost first."""
+    samples = []
+    for block in text.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        if not lines:
+            continue
+        frames = []
+        for line in lines[1:]:
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2:
+                frames.append(parts[1])
+        samples.append((lines[0], frames))
+    return samples
+
+
+def python_chain_ratio(samples, script):
+    """Among samples whose innermost Python frame is foo, the share that show
+    foo -> bar -> baz -> <module> in order."""
+    want = ["py::%s:%s" % (fn, script) for fn in ("foo", "bar", "baz", "<module>")]
+    with_foo = full = 0
+    for _, frames in samples:
+        py = [f.split("+0x")[0].rsplit(" (", 1)[0] for f in frames if f.startswith("py::")]
+        if not py or py[0] != want[0]:
+            continue
+        with_foo += 1
+        if py[:4] == want:
+            full += 1
+    return with_foo, full
+
+
+def record_workload(runner, interp, work, perf_args, env, seconds="2"):
+    script = os.path.join(SCRIPTS, "perf_workload.py")
+    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", os.path.join(work, "perf.data")]
+    argv += perf_args + ["--", "env"] + ["%s=%s" % kv for kv in sorted(env.items())]
+    argv += ["LD_PRELOAD=" + runner.lib, interp.command, script, seconds]
+    out = runner.run(argv, False, work)
+    if out.returncode != 0 or b"ok" not in out.stdout:
+        raise Fail("perf record failed (%d): %r" % (out.returncode, out.stderr[-300:]))
+    return script
+
+
+def scenario_perf_dwarf(runner, interp, work):
+    """perf --call-graph dwarf + perf inject --jit: >= 90% of foo samples show the whole chain."""
+    needs_python3(interp)
+    why = perf_usable()
+    if why:
+        raise Skip(why)
+    script = record_workload(runner, interp, work,
+                             ["-F", "299", "-k", "1", "--call-graph", "dwarf,65528"],
+                             {"PYPERFINJECT_DIR": work})
+    inject = runner.run(["perf", "inject", "-i", "perf.data", "--jit", "-o", "perf.jit.data"],
+                        False, work)
+    if inject.returncode != 0:
+        raise Fail("perf inject failed: %r" % inject.stderr[-300:])
+    text = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "comm,tid,ip,sym",
+                       "--no-inline"], False, work).stdout.decode(errors="replace")
+    with_foo, full = python_chain_ratio(perf_samples(text), script)
+    if with_foo < 20:
+        raise Fail("only %d samples have py::foo innermost" % with_foo)
+    pct = 100.0 * full / with_foo
+    if pct < 90:
+        raise Fail("%.1f%% of %d py::foo samples show the full chain (need 90%%)" % (pct, with_foo))
+    # Source lines: the trampoline of foo maps to the line of `def foo`.
+    lines = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "ip,sym,srcline"],
+                       False, work).stdout.decode(errors="replace")
+    want = "perf_workload.py:7"
+    after_foo = re.findall(r"py::foo:\S+\n\s+(\S+)", lines)
+    if not any(s.endswith(want) for s in after_foo):
+        raise Fail("srcline for py::foo is not %s: %r" % (want, sorted(set(after_foo))[:3]))
+    return "%.1f%% of %d foo samples" % (pct, with_foo)
+
+
+def scenario_perf_fp(runner, interp, work):
+    """Frame-pointer builds: perf -g with the map alone shows the whole chain."""
+    needs_python3(interp)
+    if not interp.probe()["frame_pointers"]:
+        raise NotApplicable()  # fp unwinding cannot cross an evaluator without frame pointers
+    why = perf_usable()
+    if why:
+        raise Skip(why)
+    script = record_workload(runner, interp, work, ["-F", "499", "-g"],
+                             {"PYPERFINJECT_DIR": "/tmp", "PYPERFINJECT_JITDUMP": "0"})
+    text = runner.run(["perf", "script", "-i", "perf.data", "-F", "comm,tid,ip,sym",
+                       "--no-inline"], False, work).stdout.decode(errors="replace")
+    with_foo, full = python_chain_ratio(perf_samples(text), script)
+    if with_foo < 20:
+        raise Fail("only %d samples have py::foo innermost" % with_foo)
+    pct = 100.0 * full / with_foo
+    if pct < 90:
+        raise Fail("%.1f%% of %d py::foo samples show the full chain (need 90%%)" % (pct, with_foo))
+    return "%.1f%% of %d foo samples" % (pct, with_foo)
+
+
+_PROBE = {}
+
+
+def unwind_probe(work):
+    """Builds tests/integration/unwind_probe.c once (needs libunwind-dev)."""
+    if "path" not in _PROBE:
+        out = os.path.join(os.path.dirname(work), "unwind_probe.so")
+        cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", out,
+                             os.path.join(ROOT, "tests", "integration", "unwind_probe.c"),
+                             "-Wl,-rpath,/usr/lib/%s" % sysconfig_multiarch(), "-lunwind"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _PROBE["path"] = out if cc.returncode == 0 else None
+        _PROBE["why"] = cc.stderr.decode(errors="replace").strip()[-200:]
+    if _PROBE["path"] is None:
+        raise Skip("cannot build the libunwind probe (libunwind-dev missing?): %s" % _PROBE["why"])
+    return _PROBE["path"]
+
+
+def sysconfig_multiarch():
+    out = subprocess.run(["cc", "-dumpmachine"], stdout=subprocess.PIPE, universal_newlines=True)
+    return out.stdout.strip() or "x86_64-linux-gnu"
+
+
+def scenario_inprocess_unwind(runner, interp, work):
+    """A C function called at foo->bar->baz unwinds in-process (libunwind and
+    glibc backtrace) through the three trampolines, in order."""
+    needs_python3(interp)
+    probe = unwind_probe(work)
+    results = []
+    for fn in ("probe_libunwind", "probe_backtrace"):
+        out = runner.run([interp.command, os.path.join(SCRIPTS, "unwind.py"), probe, fn], True,
+                         work)
+        if out.returncode != 0:
+            raise Fail("%s: unwind.py exited %d: %r" % (fn, out.returncode, out.stderr[-300:]))
+        path, _ = only_map(work)
+        entries = read_map(path)
+        names = []
+        for word in out.stdout.split():
+            ip = int(word, 16)
+            names += [n for start, size, n in entries if start <= ip < start + size]
+        script = os.path.join(SCRIPTS, "unwind.py")
+        want = ["py::%s:%s" % (f, script) for f in ("foo", "bar", "baz", "<module>")]
+        if names[:4] != want:
+            raise Fail("%s found trampolines %r, wanted foo, bar, baz, <module>" %
+                       (fn, [n.split(":")[2] for n in names[:6]]))
+        results.append("%s %d frames" % (fn, len(out.stdout.split())))
+        os.unlink(path)
+        for name in os.listdir(work):
+            if name.startswith("jit-"):
+                os.unlink(os.path.join(work, name))
+    return ", ".join(results)
+
+
+def scenario_noexec_dir(runner, interp, work):
+    """A noexec output directory: one warning, the map still written, program unchanged."""
+    needs_python3(interp)
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        raise Skip("needs root and unshare(1) to mount a private noexec tmpfs")
+    script = os.path.join(SCRIPTS, "foo_bar_baz.py")
+    mnt = os.path.join(work, "noexec")
+    got = os.path.join(work, "got")
+    os.mkdir(mnt)
+    os.mkdir(got)
+    shell = ('mount -t tmpfs -o noexec,size=8m none "$1" || exit 99; shift; '
+             '"$@"; rc=$?; cp -a "%s"/. "%s"/; exit $rc' % (mnt, got))
+    argv = ["unshare", "-m", "--propagation", "private", "sh", "-c", shell, "sh", mnt,
+            interp.command, script, "1000"]
+    plain = runner.run([interp.command, script, "1000"], False, work)
+    pre = runner.run(argv, True, work, {"PYPERFINJECT_DIR": mnt})
+    if pre.returncode == 99:
+        raise Skip("cannot mount a tmpfs here: %r" % pre.stderr[-200:])
+    extra = pre.stderr[:len(pre.stderr) - len(plain.stderr)]
+    if pre.stdout != plain.stdout or pre.returncode != plain.returncode or \
+            len(extra.splitlines()) != 1 or b"noexec" not in extra:
+        raise Fail("expected unchanged output and one noexec warning, got %r" % extra)
+    files = sorted(os.listdir(got))
+    if len(files) != 1 or not files[0].startswith("perf-"):
+        raise Fail("expected only the perf map in the noexec directory, found %s" % files)
+    names = names_in(read_map(os.path.join(got, files[0])))
+    if "py::foo:%s" % script not in names:
+        raise Fail("the map lacks py::foo")
+
+
 SCENARIOS = [
     ("names", scenario_names),
     ("inert", scenario_inert),
@@ -382,6 +575,10 @@ SCENARIOS = [
     ("hostile-names", scenario_hostile_names),
     ("bad-env", scenario_bad_env),
     ("unwritable-dir", scenario_unwritable_dir),
+    ("noexec-dir", scenario_noexec_dir),
+    ("perf-dwarf", scenario_perf_dwarf),
+    ("perf-fp", scenario_perf_fp),
+    ("unwind-inprocess", scenario_inprocess_unwind),
 ]
 
 # Programs that must not notice the library at all.
