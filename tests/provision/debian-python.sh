@@ -3,6 +3,7 @@
 # without installing them on the host.
 #
 # Usage: debian-python.sh [--arch amd64|arm64] [--suite SUITE] [--force] VERSION[-dbg]...
+#        debian-python.sh --list [--arch amd64|arm64] [--suite SUITE]
 #   e.g. debian-python.sh 3.14 3.14-dbg 3.15
 #        debian-python.sh --arch arm64 3.11
 #
@@ -10,6 +11,8 @@
 #   --suite  Debian suite (default sid; a VERSION sid doesn't have falls back
 #            to trixie, then bookworm - e.g. 3.11 comes from bookworm)
 #   --force  rebuild the wrapper even if the existing one works
+#   --list   only print the VERSIONs (3.X and 3.X-dbg) the suite has for the
+#            arch, one a line (suite default sid); no VERSION arguments
 #
 # For each interpreter prints one line on stdout and exits 0 either way:
 #   provisioned <label> <wrapper>        label: pythonVERSION[-dbg]-SUITE-ARCH
@@ -62,13 +65,14 @@ LIST_MAX_AGE_MIN=${PYPERFINJECT_LIST_MAX_AGE_MIN:-720}
 FALLBACK_SUITES="trixie bookworm"
 CHECK_IMPORTS='import json, ssl, sqlite3, ctypes, multiprocessing, threading, hashlib, zlib, bz2, lzma, decimal, uuid'
 
-usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,20s/^# \{0,1\}//p' "$0"; }
 die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 log() { echo "$PROG: $*" >&2; }
 
 arch=amd64
 suite=
 force=0
+list=0
 versions=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -78,6 +82,7 @@ while [ $# -gt 0 ]; do
     --suite) [ $# -ge 2 ] || die_usage "--suite needs a value"; suite=$2; shift ;;
     --suite=*) suite=${1#--suite=} ;;
     --force) force=1 ;;
+    --list) list=1 ;;
     -*) die_usage "unknown option $1" ;;
     *) versions+=("$1") ;;
     esac
@@ -85,7 +90,11 @@ while [ $# -gt 0 ]; do
 done
 case "$arch" in amd64 | arm64) ;; *) die_usage "unsupported --arch '$arch' (amd64|arm64)" ;; esac
 [ -z "$suite" ] || [[ "$suite" =~ ^[a-z][a-z0-9-]*$ ]] || die_usage "bad --suite '$suite'"
-[ "${#versions[@]}" -gt 0 ] || die_usage "no VERSION given"
+if [ "$list" -eq 1 ]; then
+    [ "${#versions[@]}" -eq 0 ] || die_usage "--list takes no VERSION"
+else
+    [ "${#versions[@]}" -gt 0 ] || die_usage "no VERSION given"
+fi
 for v in "${versions[@]}"; do
     [[ "$v" =~ ^3\.[0-9]+(-dbg)?$ ]] || die_usage "bad VERSION '$v' (want e.g. 3.14 or 3.14-dbg)"
 done
@@ -177,7 +186,7 @@ select_suite() {
 aptc() { apt-cache -c "$APTCONF" "$@"; }
 aptg() { apt-get -c "$APTCONF" "$@"; }
 
-declare -A UPDATED=()
+declare -A UPDATED=() UPDATE_FAILED=()
 # Creates the private apt config for suite $1 and refreshes its lists when
 # missing/stale (or always when $2 = force).  Returns 1 with REASON set.
 apt_setup() {
@@ -236,6 +245,7 @@ EOF
     mv -f "$APTCONF.new" "$APTCONF"
 
     [ -z "${UPDATED[$s]:-}" ] || return 0
+    if [ -n "${UPDATE_FAILED[$s]:-}" ]; then REASON=${UPDATE_FAILED[$s]}; return 1; fi
     if [ "$mode" != force ] && [ -n "$(find "$APTDIR/state/lists" -maxdepth 1 -name '*_Packages*' -mmin -"$LIST_MAX_AGE_MIN" -print -quit)" ]; then
         return 0
     fi
@@ -245,8 +255,10 @@ EOF
         REASON="apt-get update failed for $s/$arch: $(grep -E '^(E|W):' <<<"$out" | head -n 1)"
         return 1
     fi
-    if grep -q '^E:' <<<"$out"; then
-        REASON="apt-get update failed for $s/$arch: $(grep '^E:' <<<"$out" | head -n 1)"
+    # apt-get update exits 0 when a source is unreachable; look for lists
+    if grep -q '^E:' <<<"$out" || ! compgen -G "$APTDIR/state/lists/*_Packages*" >/dev/null; then
+        REASON="apt-get update failed for $s/$arch: $(grep -E '^(E|W):' <<<"$out" | head -n 1)"
+        UPDATE_FAILED[$s]=$REASON
         return 1
     fi
     UPDATED[$s]=1
@@ -445,16 +457,16 @@ provision() {
     fi
 
     # pick the suite that has the interpreter
-    local roots=() have
-    REASON=
+    local roots=() have=() reasons=()
     for s in $suites; do
-        if ! apt_setup "$s"; then continue; fi
+        REASON=
+        if ! apt_setup "$s"; then reasons+=("$REASON"); continue; fi
         mapfile -t have < <(with_candidate "python$base-minimal" "python$base")
         if [ "${#have[@]}" -eq 2 ]; then SUITE=$s; break; fi
-        REASON="python$base not in ${suite:-sid, trixie or bookworm} for $arch"
+        reasons+=("python$base not in $s/$arch")
     done
-    if [ -z "$SUITE" ] || [ "${#have[@]}" -ne 2 ]; then
-        echo "unavailable $first_label: ${REASON:-no suite}"
+    if [ -z "$SUITE" ]; then
+        echo "unavailable $first_label: $(printf '%s; ' "${reasons[@]}" | sed 's/; $//')"
         return 0
     fi
     label=python$v-$SUITE-$arch
@@ -503,6 +515,15 @@ provision() {
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.debian-python.lock"
 flock 9
+if [ "$list" -eq 1 ]; then
+    if ! apt_setup "${suite:-sid}"; then
+        log "$REASON"
+        exit 0
+    fi
+    mapfile -t names < <(aptc pkgnames python3. | grep -E '^python3\.[0-9]+(-dbg)?$' || true)
+    [ "${#names[@]}" -eq 0 ] || with_candidate "${names[@]}" | sed 's/^python//' | sort -V
+    exit 0
+fi
 for v in "${versions[@]}"; do
     SUITE=
     provision "$v"

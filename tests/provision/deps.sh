@@ -5,7 +5,7 @@
 #   GROUP: core | aarch64 | provision | all   (default: all)
 #     core       build + unit/integration test tools for the host
 #     aarch64    cross compiler, arm64 libc headers and qemu-user (qemu-aarch64)
-#     provision  what tests/provision/debian-python.sh needs (apt, dpkg, keyring)
+#     provision  what tests/provision/debian-python.sh needs beyond apt+dpkg
 #
 # As root: runs `apt-get update` once if the package lists are missing or
 # stale, then `apt-get install -y --no-install-recommends` for what is missing.
