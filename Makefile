@@ -73,3 +73,6 @@ demo:
 
 clean:
 	rm -rf build build-*
+
+# Further targets, one file per concern: install, aarch64, bench, hardening.
+-include $(wildcard mk/*.mk)

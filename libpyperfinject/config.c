@@ -1,12 +1,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-enum kind { KIND_BOOL, KIND_INT, KIND_DIR };
+enum kind { KIND_BOOL, KIND_INT, KIND_DIR, KIND_SIGNAL };
 
 struct option {
     const char *env;     /* full variable name */
@@ -26,6 +27,9 @@ static const struct option options[] = {
     {"PYPERFINJECT_VERBOSE", KIND_INT, FIELD(verbose), "1", 0, 3},
     {"PYPERFINJECT_FORK_COPY", KIND_BOOL, FIELD(copy_on_fork), "1", 0, 1},
     {"PYPERFINJECT_DIR", KIND_DIR, FIELD(dir), "/tmp", 0, 0},
+    {"PYPERFINJECT_START", KIND_BOOL, FIELD(start), "1", 0, 1},
+    {"PYPERFINJECT_SIGNAL", KIND_SIGNAL, FIELD(signal), "none", 0, 0},
+    {"PYPERFINJECT_DURATION", KIND_INT, FIELD(duration), "0", 0, 31536000},
 };
 
 const char *pi_config_name(size_t i)
@@ -75,12 +79,42 @@ static int parse_dir(const char *s, char *out, size_t cap)
     return 0;
 }
 
+/* Only signals that mean nothing by default may be taken over: SIGUSR1,
+ * SIGUSR2 and the real-time ones ("USR2", "SIGUSR2", "RTMIN+3", a number). */
+static int parse_signal(const char *s, int *out)
+{
+    if (strcasecmp(s, "none") == 0 || strcmp(s, "0") == 0)
+        return *out = 0, 0;
+    if (strncasecmp(s, "SIG", 3) == 0)
+        s += 3;
+    int signo = -1;
+    if (strcasecmp(s, "USR1") == 0)
+        signo = SIGUSR1;
+    else if (strcasecmp(s, "USR2") == 0)
+        signo = SIGUSR2;
+    else if (strncasecmp(s, "RTMIN", 5) == 0) {
+        int offset = 0;
+        if (s[5] == '+' && parse_int(s + 6, 0, 64, &offset) != 0)
+            return -1;
+        if (s[5] != '\0' && s[5] != '+')
+            return -1;
+        signo = SIGRTMIN + offset;
+    } else if (parse_int(s, 1, 64, &signo) != 0) {
+        return -1;
+    }
+    if (signo != SIGUSR1 && signo != SIGUSR2 && (signo < SIGRTMIN || signo > SIGRTMAX))
+        return -1;
+    *out = signo;
+    return 0;
+}
+
 static const char *describe(const struct option *o)
 {
     switch (o->kind) {
     case KIND_BOOL: return "expected 0/1, yes/no, on/off or true/false";
     case KIND_INT: return "expected an integer in range";
     case KIND_DIR: return "expected an absolute directory path";
+    case KIND_SIGNAL: return "expected none, USR1, USR2 or RTMIN+N";
     }
     return "";
 }
@@ -92,6 +126,7 @@ static int apply(struct pi_config *cfg, const struct option *o, const char *valu
     case KIND_BOOL: return parse_bool(value, (int *)(void *)(base + o->offset));
     case KIND_INT: return parse_int(value, o->min, o->max, (int *)(void *)(base + o->offset));
     case KIND_DIR: return parse_dir(value, base + o->offset, sizeof cfg->dir);
+    case KIND_SIGNAL: return parse_signal(value, (int *)(void *)(base + o->offset));
     }
     return -1;
 }

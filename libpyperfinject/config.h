@@ -16,6 +16,9 @@ struct pi_config {
     int jitdump;       /* PYPERFINJECT_JITDUMP: write jit-PID.dump */
     int verbose;       /* PYPERFINJECT_VERBOSE: 0 quiet .. 3 debug */
     int copy_on_fork;  /* PYPERFINJECT_FORK_COPY: children inherit parent's entries */
+    int start;         /* PYPERFINJECT_START: on at start-up, or off until switched on */
+    int signal;        /* PYPERFINJECT_SIGNAL: switching signal, 0 = none */
+    int duration;      /* PYPERFINJECT_DURATION: seconds on before switching off, 0 = no limit */
     char dir[PATH_MAX - 32]; /* PYPERFINJECT_DIR: output directory (absolute) */
 };
 

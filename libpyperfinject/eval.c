@@ -6,6 +6,7 @@
  * in the perf map, so a sampled native stack shows which Python function each
  * evaluator frame was running. A miss makes the trampoline (slow path, once
  * per code object): it is announced by every backend before it first runs. */
+#include "control.h"
 #include "log.h"
 #include "names.h"
 #include "state.h"
@@ -199,7 +200,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
 void pi_after_fork_in_child(struct pi_state *s)
 {
     pthread_mutex_lock(&s->lock);
-    if (atomic_load(&s->hot.fork_pending)) {
+    if (atomic_load(&s->hot.attention) & PI_ATTN_FORK) {
         s->pid = (long)getpid();
         for (int i = 0; i < s->nbackends; i++) {
             struct pi_backend *b = &s->backends[i];
@@ -212,9 +213,10 @@ void pi_after_fork_in_child(struct pi_state *s)
                 pi_log(PI_LOG_WARN, "forked child %ld: %s", s->pid, err);
             }
         }
-        atomic_store_explicit(&s->hot.fork_pending, 0, memory_order_release);
+        atomic_fetch_and(&s->hot.attention, ~PI_ATTN_FORK);
     }
     pthread_mutex_unlock(&s->lock);
+    pi_control_after_fork(s);
 }
 
 /* The code object of the frame being evaluated, or NULL if it isn't one. */
@@ -228,42 +230,52 @@ static inline pi_pyobj *code_of(const struct pi_hot *hot, void *frame)
     return code;
 }
 
-/* The per-interpreter parameters, from the uniform values or the records. */
-static inline int route(struct pi_state *s, void *interp, long *index, void **next)
+/* Off the plain path (PI_ATTN_*): fork bookkeeping, switched off, or
+ * interpreters that differ. Returns 0 to go on through a trampoline with
+ * *index and *next, or -1 to call *next directly. */
+static __attribute__((noinline)) int attend(struct pi_state *s, void *tstate, long *index,
+                                            void **next)
 {
-    if (!atomic_load_explicit(&s->hot.mixed, memory_order_acquire)) {
-        *index = s->hot.extra_index;
-        *next = s->hot.next_eval;
-        return 0;
-    }
-    unsigned n = s->nrecords;
-    for (unsigned i = 0; i < n && i < PI_MAX_INTERP_RECORDS; i++)
-        if (s->records[i].interp == interp) {
-            *index = s->records[i].extra_index;
-            *next = s->records[i].next_eval;
-            return 0;
-        }
-    return -1;
-}
-
-static void *find_or_make(struct pi_state *s, pi_pyobj *code, long index)
-{
-    if (UNLIKELY(atomic_load_explicit(&s->hot.fork_pending, memory_order_relaxed)))
+    int attention = atomic_load_explicit(&s->hot.attention, memory_order_acquire);
+    if (attention & PI_ATTN_FORK)
         pi_after_fork_in_child(s);
-    void *tramp = lookup(s, code, index);
-    return tramp != NULL ? tramp : make_trampoline(s, code, index);
+    if (tstate == NULL)
+        tstate = s->py.ThreadStateGet();
+    void *interp = tstate ? interp_of(tstate) : NULL;
+    if (attention & PI_ATTN_MIXED) {
+        struct pi_interp_record *r = NULL;
+        unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
+        for (unsigned i = 0; i < n && r == NULL; i++)
+            if (s->records[i].interp == interp)
+                r = &s->records[i];
+        if (r == NULL) { /* not ours to route: run it plainly */
+            *next = s->py.EvalFrameDefault;
+            return -1;
+        }
+        *index = r->extra_index;
+        *next = r->next_eval;
+    }
+    if (attention & PI_ATTN_OFF) {
+        if (interp != NULL)
+            pi_interp_leave(s, interp); /* later calls skip the hook entirely */
+        return -1;
+    }
+    return 0;
 }
 
 /* 3.9+: PyObject *(PyThreadState *, frame, int) */
 static void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
-    long index;
-    void *next;
-    if (UNLIKELY(route(s, interp_of(tstate), &index, &next) != 0))
-        return ((eval3_fn)s->py.EvalFrameDefault)(tstate, frame, throwflag);
+    long index = s->hot.extra_index;
+    void *next = s->hot.next_eval;
+    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0) &&
+        attend(s, tstate, &index, &next) != 0)
+        return ((eval3_fn)next)(tstate, frame, throwflag);
     pi_pyobj *code = code_of(&s->hot, frame);
-    void *tramp = code ? find_or_make(s, code, index) : NULL;
+    void *tramp = code ? lookup(s, code, index) : NULL;
+    if (UNLIKELY(tramp == NULL) && code != NULL)
+        tramp = make_trampoline(s, code, index);
     if (UNLIKELY(tramp == NULL))
         return ((eval3_fn)next)(tstate, frame, throwflag);
     return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
@@ -275,13 +287,13 @@ static void *hook_frame_throw(void *frame, int throwflag)
     struct pi_state *s = &pi_state;
     long index = s->hot.extra_index;
     void *next = s->hot.next_eval;
-    if (UNLIKELY(atomic_load_explicit(&s->hot.mixed, memory_order_acquire))) {
-        void *tstate = s->py.ThreadStateGet();
-        if (tstate == NULL || route(s, interp_of(tstate), &index, &next) != 0)
-            return ((eval2_fn)s->py.EvalFrameDefault)(frame, throwflag);
-    }
+    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0) &&
+        attend(s, NULL, &index, &next) != 0)
+        return ((eval2_fn)next)(frame, throwflag);
     pi_pyobj *code = code_of(&s->hot, frame);
-    void *tramp = code ? find_or_make(s, code, index) : NULL;
+    void *tramp = code ? lookup(s, code, index) : NULL;
+    if (UNLIKELY(tramp == NULL) && code != NULL)
+        tramp = make_trampoline(s, code, index);
     if (UNLIKELY(tramp == NULL))
         return ((eval2_fn)next)(frame, throwflag);
     return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);

@@ -20,6 +20,7 @@
  * fork: the child makes its own files the first time it runs Python code,
  * starting from a copy of everything its parent had announced (the child
  * runs those trampolines too). Arenas are never unmapped. */
+#include "control.h"
 #include "log.h"
 #include "slot.h"
 #include "state.h"
@@ -59,7 +60,8 @@ static void after_fork_parent(void) { pthread_mutex_unlock(&pi_state.lock); }
 static void after_fork_child(void)
 {
     pthread_mutex_init(&pi_state.lock, NULL);
-    atomic_store(&pi_state.hot.fork_pending, 1);
+    pi_control_forget_parent(&pi_state);
+    atomic_fetch_or(&pi_state.hot.attention, PI_ATTN_FORK);
 }
 
 /* --- resolve ---------------------------------------------------------- */
@@ -110,7 +112,7 @@ static int open_backends(struct pi_state *s, char *err, size_t errlen)
 __attribute__((destructor)) static void pi_destructor(void)
 {
     struct pi_state *s = &pi_state;
-    if (atomic_load(&attach_status) != ACTIVE || atomic_load(&s->hot.fork_pending))
+    if (atomic_load(&attach_status) != ACTIVE || (atomic_load(&s->hot.attention) & PI_ATTN_FORK))
         return;
     for (int tries = 0; pthread_mutex_trylock(&s->lock) != 0; tries++) {
         if (tries == 100)
@@ -146,6 +148,12 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     pi_log_set_level(s->cfg.verbose);
     if (!s->cfg.enable)
         return 1;
+    const char *cpython = pi_coexist_cpython_requested(minor);
+    if (cpython != NULL) {
+        pi_log(PI_LOG_INFO, "CPython's own perf support is requested (%s); standing aside",
+               cpython);
+        return 1;
+    }
 
     unsigned lo, hi;
     pi_abi_supported_range(&lo, &hi);
@@ -192,7 +200,8 @@ int pi_activate(struct pi_state *s)
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally",
                    deferred_error);
         } else if (open_backends(s, err, sizeof err) != 0 ||
-                   pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
+                   pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0 ||
+                   pi_control_start(s, err, sizeof err) != 0) {
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
         } else {
             rc = 0;
@@ -206,6 +215,8 @@ int pi_activate(struct pi_state *s)
     pthread_mutex_unlock(&attach_lock);
     return rc;
 }
+
+int pi_is_active(void) { return atomic_load(&attach_status) == ACTIVE; }
 
 /* Decides, once per process, whether `handle` is a CPython to serve. */
 static void attach(void *handle)

@@ -93,18 +93,71 @@ static void *choose_next(const struct pi_state *s, void *current)
 
 static void on_finalize(void);
 
-/* Under lock: make the hot path serve this interpreter. */
-static void publish(struct pi_state *s, void *interp, long index, void *next)
+static struct pi_interp_record *record_of(struct pi_state *s, void *interp)
 {
-    unsigned slot = s->nrecords % PI_MAX_INTERP_RECORDS;
-    s->records[slot] = (struct pi_interp_record){interp, index, next};
-    if (s->nrecords == 0) {
-        s->hot.extra_index = index;
-        s->hot.next_eval = next;
-    } else if (index != s->hot.extra_index || next != s->hot.next_eval) {
-        atomic_store_explicit(&s->hot.mixed, 1, memory_order_release);
+    unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
+    for (unsigned i = 0; i < n; i++)
+        if (s->records[i].interp == interp)
+            return &s->records[i];
+    return NULL;
+}
+
+/* Under lock: the hot path's uniform parameters, or the records when
+ * interpreters differ (another co_extra user, another chained function). */
+static void recompute_route(struct pi_state *s)
+{
+    unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
+    int mixed = s->nrecords > PI_MAX_INTERP_RECORDS;
+    for (unsigned i = 1; i < n; i++)
+        if (s->records[i].extra_index != s->records[0].extra_index ||
+            s->records[i].next_eval != s->records[0].next_eval)
+            mixed = 1;
+    if (n > 0 && !mixed) {
+        s->hot.extra_index = s->records[0].extra_index;
+        s->hot.next_eval = s->records[0].next_eval;
     }
-    s->nrecords++;
+    if (mixed)
+        atomic_fetch_or(&s->hot.attention, PI_ATTN_MIXED);
+    else
+        atomic_fetch_and(&s->hot.attention, ~PI_ATTN_MIXED);
+}
+
+/* Under lock: a new record (the oldest is reused past the limit; its
+ * interpreter then runs unprofiled rather than wrongly). */
+static struct pi_interp_record *new_record(struct pi_state *s, void *interp, int64_t id)
+{
+    struct pi_interp_record *r = record_of(s, interp);
+    if (r == NULL)
+        r = &s->records[s->nrecords++ % PI_MAX_INTERP_RECORDS];
+    if (r->interp != NULL && !r->coexist_checked && s->abi.minor >= 12)
+        atomic_fetch_sub(&s->coexist_pending, 1); /* an evicted record */
+    memset(r, 0, sizeof *r);
+    r->interp = interp;
+    r->id = id;
+    if (s->abi.minor >= 12)
+        atomic_fetch_add(&s->coexist_pending, 1);
+    return r;
+}
+
+/* Under lock: put our hook in front of whatever runs there now. */
+static int hook_in(struct pi_state *s, struct pi_interp_record *r)
+{
+    void *hook = pi_eval_hook_for(s->abi.hook);
+    void *current = read_eval_func(s, r->interp);
+    if (current != hook) {
+        void *next = choose_next(s, current);
+        if (next == NULL) {
+            pi_log(PI_LOG_WARN, "interpreter %lld: unexpected eval_frame value; not hooking it",
+                   (long long)r->id);
+            r->state = PI_INTERP_YIELDED;
+            return -1;
+        }
+        r->next_eval = next;
+        recompute_route(s);
+        write_eval_func(s, r->interp, hook);
+    }
+    r->state = PI_INTERP_HOOKED;
+    return 0;
 }
 
 void pi_interp_install(struct pi_state *s, void *interp)
@@ -115,17 +168,6 @@ void pi_interp_install(struct pi_state *s, void *interp)
     pthread_mutex_lock(&s->lock);
     if (id_installed(s, id) || mark_installed(s, id) != 0)
         goto out;
-
-    void *hook = pi_eval_hook_for(s->abi.hook);
-    void *current = read_eval_func(s, interp);
-    if (current == hook)
-        goto out;
-    void *next = choose_next(s, current);
-    if (next == NULL) {
-        pi_log(PI_LOG_WARN, "interpreter %lld: unexpected eval_frame value; not hooking it",
-               (long long)id);
-        goto out;
-    }
     long index = -1;
     if (s->abi.extra != PI_EXTRA_SIDE_TABLE) {
         index = (long)s->py.RequestCodeExtraIndex(NULL);
@@ -136,13 +178,90 @@ void pi_interp_install(struct pi_state *s, void *interp)
             goto out;
         }
     }
-    publish(s, interp, index, next);
-    write_eval_func(s, interp, hook);
-    pi_log(PI_LOG_DEBUG, "hooked interpreter %lld (code-extra index %ld)", (long long)id, index);
-
+    struct pi_interp_record *r = new_record(s, interp, id);
+    r->extra_index = index;
+    r->next_eval = choose_next(s, read_eval_func(s, interp));
+    if (atomic_load(&s->hot.attention) & PI_ATTN_OFF) {
+        r->state = PI_INTERP_LEFT; /* started switched off: hooked when switched on */
+        recompute_route(s);
+    } else if (hook_in(s, r) != 0) {
+        goto out;
+    }
+    pi_log(PI_LOG_DEBUG, "%s interpreter %lld (code-extra index %ld)",
+           r->state == PI_INTERP_HOOKED ? "hooked" : "found", (long long)id, index);
     if (!s->atexit_registered && s->py.AtExit(on_finalize) == 0)
         s->atexit_registered = 1;
 out:
+    pthread_mutex_unlock(&s->lock);
+}
+
+void pi_interp_leave(struct pi_state *s, void *interp)
+{
+    pthread_mutex_lock(&s->lock);
+    struct pi_interp_record *r = record_of(s, interp);
+    if (r != NULL && r->state == PI_INTERP_HOOKED &&
+        (atomic_load(&s->hot.attention) & PI_ATTN_OFF)) {
+        if (read_eval_func(s, interp) == pi_eval_hook_for(s->abi.hook))
+            write_eval_func(s, interp, r->next_eval);
+        r->state = PI_INTERP_LEFT;
+        pi_log(PI_LOG_DEBUG, "interpreter %lld switched off", (long long)r->id);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void pi_interp_rejoin_all(struct pi_state *s)
+{
+    pthread_mutex_lock(&s->lock);
+    unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
+    for (unsigned i = 0; i < n && !(atomic_load(&s->hot.attention) & PI_ATTN_OFF); i++)
+        if (s->records[i].state == PI_INTERP_LEFT && hook_in(s, &s->records[i]) == 0)
+            pi_log(PI_LOG_DEBUG, "interpreter %lld switched on", (long long)s->records[i].id);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int pi_interp_yield(struct pi_state *s, void *interp, int yield)
+{
+    int changed = 0;
+    pthread_mutex_lock(&s->lock);
+    struct pi_interp_record *r = record_of(s, interp);
+    void *hook = pi_eval_hook_for(s->abi.hook);
+    if (r != NULL && yield && r->state != PI_INTERP_YIELDED) {
+        if (read_eval_func(s, interp) == hook)
+            write_eval_func(s, interp, r->next_eval);
+        r->state = PI_INTERP_YIELDED;
+        changed = 1;
+    } else if (r != NULL && !yield && r->state == PI_INTERP_YIELDED &&
+               read_eval_func(s, interp) == r->next_eval) {
+        /* Nobody took the interpreter after all: come back. */
+        r->state = PI_INTERP_LEFT;
+        if (!(atomic_load(&s->hot.attention) & PI_ATTN_OFF))
+            hook_in(s, r);
+        changed = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return changed;
+}
+
+/* Someone replaced our hook while it should run: say so once, don't fight
+ * (debuggers and JIT compilers install their own eval function). */
+static void notice_replacement(struct pi_state *s, void *interp)
+{
+    if (s->replacement_reported || (atomic_load(&s->hot.attention) & PI_ATTN_OFF))
+        return;
+    void *current = read_eval_func(s, interp);
+    if (current == pi_eval_hook_for(s->abi.hook))
+        return;
+    pthread_mutex_lock(&s->lock);
+    struct pi_interp_record *r = record_of(s, interp);
+    if (r != NULL && r->state == PI_INTERP_HOOKED && !s->replacement_reported) {
+        Dl_info info;
+        int known = current != NULL && dladdr(current, &info) != 0;
+        pi_log(PI_LOG_INFO,
+               "interpreter %lld: another eval-frame function (%s) replaced ours; "
+               "functions it runs are not named until it chains to us or is removed",
+               (long long)r->id, known && info.dli_sname ? info.dli_sname : "unknown");
+        s->replacement_reported = 1;
+    }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -153,8 +272,13 @@ static int audit_hook(const char *event, pi_pyobj *args, void *userdata)
     if (pi_activate(s) != 0)
         return 0;
     void *tstate = s->wait.thread_state_get();
-    if (tstate != NULL)
-        pi_interp_install(s, *(void **)((char *)tstate + 16));
+    if (tstate == NULL)
+        return 0;
+    void *interp = *(void **)((char *)tstate + 16);
+    pi_interp_install(s, interp);
+    notice_replacement(s, interp);
+    if (atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) > 0)
+        pi_coexist_watch(s, interp);
     return 0;
 }
 
@@ -170,7 +294,8 @@ static void on_finalize(void)
     for (uint64_t i = 0; i < words; i++)
         atomic_store((_Atomic uint64_t *)&bits[i], 0);
     s->nrecords = 0;
-    atomic_store(&s->hot.mixed, 0);
+    atomic_store(&s->coexist_pending, 0);
+    atomic_fetch_and(&s->hot.attention, ~PI_ATTN_MIXED);
     s->atexit_registered = 0;
     pthread_mutex_unlock(&s->lock);
     if (s->wait.add_audit_hook && s->wait.add_audit_hook(audit_hook, s) != 0)

@@ -38,6 +38,12 @@ static const struct symbol symbols[] = {
     {F(ErrFetch), {"PyErr_Fetch"}, 6, 99},
     {F(ErrRestore), {"PyErr_Restore"}, 6, 99},
     {F(ErrClear), {"PyErr_Clear"}, 6, 99},
+    {F(AddPendingCall), {"Py_AddPendingCall"}, 6, 99},
+    {F(SysGetObject), {"PySys_GetObject"}, 6, 99},
+    {F(SysSetObject), {"PySys_SetObject"}, 6, 99},
+    {F(CFunctionNewEx), {"PyCFunction_NewEx"}, 6, 99},
+    {F(ObjectCall), {"PyObject_Call"}, 6, 99},
+    {F(TupleGetItem), {"PyTuple_GetItem"}, 6, 99},
 };
 #undef F
 

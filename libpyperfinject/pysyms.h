@@ -36,6 +36,12 @@ struct pi_py {
     void (*ErrFetch)(pi_pyobj **type, pi_pyobj **value, pi_pyobj **tb);
     void (*ErrRestore)(pi_pyobj *type, pi_pyobj *value, pi_pyobj *tb);
     void (*ErrClear)(void);
+    int (*AddPendingCall)(int (*fn)(void *), void *arg);
+    pi_pyobj *(*SysGetObject)(const char *name);                  /* borrowed */
+    int (*SysSetObject)(const char *name, pi_pyobj *value);
+    pi_pyobj *(*CFunctionNewEx)(void *methoddef, pi_pyobj *self, pi_pyobj *module);
+    pi_pyobj *(*ObjectCall)(pi_pyobj *callable, pi_pyobj *args, pi_pyobj *kwargs);
+    pi_pyobj *(*TupleGetItem)(pi_pyobj *tuple, pi_ssize_t i);     /* borrowed */
     int free_threaded; /* detected from build-specific symbols */
 };
 

@@ -22,19 +22,37 @@
 
 enum { PI_MAX_INTERP_RECORDS = 64, PI_MAX_BACKENDS = 2 };
 
-/* What one interpreter needs on the hot path when interpreters differ. */
+/* Where an interpreter stands. */
+enum pi_interp_state {
+    PI_INTERP_HOOKED,  /* our eval function is installed */
+    PI_INTERP_LEFT,    /* switched off: the previous function is back */
+    PI_INTERP_YIELDED, /* CPython's own trampoline (or a bad field) took it: stay out */
+};
+
+/* One interpreter: what the hot path needs when interpreters differ, and
+ * its switch state. Found by address, which is unique among live
+ * interpreters and refreshed whenever a new interpreter is first seen. */
 struct pi_interp_record {
-    void *interp;       /* identity check only; refreshed on every install */
+    void *interp;
+    int64_t id;
     long extra_index;   /* its code-extra index (-1 with the side table) */
-    void *next_eval;    /* what the hook calls: default or a chained hook */
+    void *next_eval;    /* what the hook calls: default or a chained function */
+    enum pi_interp_state state;
+    int coexist_checked; /* sys.activate_stack_trampoline wrapped (3.12+) */
+};
+
+/* Bits of pi_hot.attention: anything but the plain path. */
+enum {
+    PI_ATTN_FORK = 1,  /* a forked child that has not made its own files yet */
+    PI_ATTN_OFF = 2,   /* switched off: hooks step out on their next call */
+    PI_ATTN_MIXED = 4, /* interpreters differ: look up records */
 };
 
 /* Read on every call: kept together in one cache line. */
 struct pi_hot {
-    _Atomic int fork_pending;  /* a child that has not made its own files yet */
-    _Atomic int mixed;         /* interpreters differ: look up records */
-    long extra_index;          /* when !mixed */
-    void *next_eval;           /* when !mixed */
+    _Atomic int attention;     /* PI_ATTN_* bits; 0 on the plain path */
+    long extra_index;          /* when not PI_ATTN_MIXED */
+    void *next_eval;           /* when not PI_ATTN_MIXED */
     int16_t frame_code_offset;
     int16_t ob_type_offset;
     uintptr_t frame_code_tag;
@@ -74,6 +92,9 @@ struct pi_state {
     _Atomic(uint64_t *) installed_ids; /* bitmap of interpreter IDs hooked */
     _Atomic uint64_t installed_words;
     int atexit_registered;       /* this runtime cycle */
+    int replacement_reported;    /* "another eval function replaced ours" said */
+    _Atomic int coexist_pending; /* records whose sys functions are not wrapped yet */
+    struct pi_control *control;  /* runtime switching (control.c), NULL until used */
 };
 
 /* The one instance (inject.c). */
@@ -82,7 +103,7 @@ extern struct pi_state pi_state;
 /* eval.c: the eval-frame functions, one per hook kind. */
 void *pi_eval_hook_for(enum pi_hook_kind kind);
 
-/* eval.c: makes the calling child process's own files (fork_pending). */
+/* eval.c: makes the calling child process's own files (PI_ATTN_FORK). */
 void pi_after_fork_in_child(struct pi_state *s);
 
 /* interp.c: hooks the interpreter the calling thread is attached to, unless
@@ -90,11 +111,34 @@ void pi_after_fork_in_child(struct pi_state *s);
  * PI_WAIT_WATCHER, from the watcher thread once Py_IsInitialized(). */
 void pi_interp_install(struct pi_state *s, void *interp);
 
+/* interp.c: the switch. leave: the calling interpreter steps out (from its
+ * own hook, when switched off). rejoin_all: every interpreter that left is
+ * hooked again (from a pending call, GIL held). yield: CPython's trampoline
+ * takes the interpreter (yield=1), or did not after all (yield=0); returns 1
+ * if anything changed. */
+void pi_interp_leave(struct pi_state *s, void *interp);
+void pi_interp_rejoin_all(struct pi_state *s);
+int pi_interp_yield(struct pi_state *s, void *interp, int yield);
+
+/* coexist.c: called at audit events; on 3.12+ wraps
+ * sys.activate_stack_trampoline once per interpreter so that CPython's own
+ * trampoline can take over instead of failing. */
+void pi_coexist_watch(struct pi_state *s, void *interp);
+
+/* coexist.c: why CPython's own perf support was requested at start-up
+ * (-X perf, PYTHONPERFSUPPORT, ...), or NULL. */
+const char *pi_coexist_cpython_requested(unsigned minor);
+
 /* interp.c: starts waiting for interpreters (audit hook or watcher). Uses
  * only the symbols it resolves itself from handle, so it works even when
  * preparing failed (the failure is then reported when Python starts). */
 int pi_interp_start_waiting(struct pi_state *s, void *handle, unsigned minor, char *err,
                             size_t errlen);
+
+/* inject.c: 1 once the library is attached to a running interpreter. */
+int pi_is_active(void);
+
+#define PI_VERSION "0.1.0"
 
 /* inject.c: called when an interpreter is first seen; creates the files or
  * reports why not. Returns 0 if interpreters may be hooked. */

@@ -13,7 +13,6 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-root=$(pwd)
 passed=0
 failed=0
 skipped=0
@@ -88,7 +87,7 @@ done
 
 stage "shellcheck"
 if command -v shellcheck >/dev/null; then
-    mapfile -t scripts < <(git ls-files '*.sh' 2>/dev/null || ls ./*.sh tests/*.sh tests/provision/*.sh)
+    mapfile -t scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || ls ./*.sh tests/*.sh tests/provision/*.sh .ci/run)
     if shellcheck "${scripts[@]}"; then
         pass "shellcheck (${#scripts[@]} scripts)"
     else
@@ -113,6 +112,17 @@ else
         ${CHECK_ONLY:+--only "$CHECK_ONLY"} | tee "$log"
     add_counts "$(tail -n 1 "$log")"
 fi
+
+# Suites with a runner of their own; each ends with "NAME: N passed, N failed,
+# N skipped" (tests/wrapper: pyperf-run and containers; tests/aarch64: the
+# cross build under qemu; bench: the benchmark in smoke mode; tests/hardening).
+for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
+    [ -f "$suite/run.sh" ] || continue
+    stage "$suite"
+    log=build/$(basename "$suite").log
+    bash "$suite/run.sh" --smoke 2>&1 | tee "$log"
+    add_counts "$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)"
+done
 
 echo
 echo "check: $passed passed, $failed failed, $skipped skipped"

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -37,6 +39,9 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.verbose, 1);
     assert_int_equal(cfg.copy_on_fork, 1);
     assert_string_equal(cfg.dir, "/tmp");
+    assert_int_equal(cfg.start, 1);
+    assert_int_equal(cfg.signal, 0);
+    assert_int_equal(cfg.duration, 0);
 }
 
 static void test_accepted_values(void **state)
@@ -86,6 +91,38 @@ static void test_bad_values(void **state)
     expect_rejected("PYPERFINJECT_DIR", huge);
 }
 
+static void test_signals(void **state)
+{
+    (void)state;
+    const char *names[][2] = {{"USR2", NULL}, {"SIGUSR1", NULL}, {"sigusr2", NULL},
+                              {"RTMIN", NULL}, {"RTMIN+3", NULL}, {"none", NULL}};
+    int expect[] = {SIGUSR2, SIGUSR1, SIGUSR2, SIGRTMIN, SIGRTMIN + 3, 0};
+    for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
+        const char *env[] = {"PYPERFINJECT_SIGNAL", names[i][0], NULL};
+        struct pi_config cfg;
+        char err[256] = "";
+        assert_int_equal(parse(&cfg, env, err, sizeof err), 0);
+        assert_int_equal(cfg.signal, expect[i]);
+    }
+    char usr1[8];
+    snprintf(usr1, sizeof usr1, "%d", SIGUSR1);
+    const char *numeric[] = {"PYPERFINJECT_SIGNAL", usr1, NULL};
+    struct pi_config cfg;
+    char err[256];
+    assert_int_equal(parse(&cfg, numeric, err, sizeof err), 0);
+    assert_int_equal(cfg.signal, SIGUSR1);
+    /* Signals with a meaning of their own are never taken over. */
+    expect_rejected("PYPERFINJECT_SIGNAL", "INT");
+    expect_rejected("PYPERFINJECT_SIGNAL", "SIGTERM");
+    expect_rejected("PYPERFINJECT_SIGNAL", "9");
+    expect_rejected("PYPERFINJECT_SIGNAL", "SEGV");
+    expect_rejected("PYPERFINJECT_SIGNAL", "RTMIN+99");
+    expect_rejected("PYPERFINJECT_SIGNAL", "RTMINX");
+    expect_rejected("PYPERFINJECT_SIGNAL", "");
+    expect_rejected("PYPERFINJECT_DURATION", "-5");
+    expect_rejected("PYPERFINJECT_START", "maybe");
+}
+
 static void test_every_name_is_listed(void **state)
 {
     (void)state;
@@ -94,7 +131,7 @@ static void test_every_name_is_listed(void **state)
         assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
         i++;
     }
-    assert_int_equal(i, 6);
+    assert_int_equal(i, 9);
 }
 
 int main(void)
@@ -103,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_accepted_values),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_signals),
         cmocka_unit_test(test_every_name_is_listed),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

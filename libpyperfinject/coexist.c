@@ -1,0 +1,186 @@
+/* Living with CPython's own perf trampoline (3.12+).
+ *
+ * Policy: CPython wins. CPython refuses to start its trampoline while
+ * another eval-frame function is installed (RuntimeError, or a fatal error
+ * at start-up for -X perf), so:
+ *  - -X perf / -X perf_jit / PYTHONPERFSUPPORT / PYTHON_PERF_JIT_SUPPORT at
+ *    start-up: the library stands aside for the whole process;
+ *  - sys.activate_stack_trampoline() at run time: the library wraps it; the
+ *    wrapper first steps out of the calling interpreter for good, then calls
+ *    CPython's function, which then succeeds as it would without us. If it
+ *    fails anyway (a bad backend name), the library comes back.
+ * The perf map is shared without conflict (both append whole lines, for
+ * different addresses). CPython's perf_jit backend truncates and rewrites
+ * /tmp/jit-PID.dump, so the library stops writing its own dump there. */
+#include "log.h"
+#include "state.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* PyMethodDef as laid out on LP64 in every version. */
+struct method_def {
+    const char *name;
+    void *meth;
+    int flags;
+    const char *doc;
+};
+enum { METH_VARARGS = 1, METH_KEYWORDS = 2 };
+
+static int truthy_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+/* Loader options that take a value, when python runs as `ld.so ... python`. */
+static int loader_option_with_value(const char *arg)
+{
+    static const char *const with_value[] = {"--library-path", "--argv0", "--preload",
+                                             "--audit", "--inhibit-rpath", "--glibc-hwcaps-mask",
+                                             "--glibc-hwcaps-prepend"};
+    for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
+        if (strcmp(arg, with_value[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_perf_xoption(const char *value)
+{
+    return strcmp(value, "perf") == 0 || strcmp(value, "perf_jit") == 0;
+}
+
+/* Scans the interpreter's own options (up to the script, -c or -m) for
+ * -X perf / -X perf_jit. */
+static const char *xoption_requested(void)
+{
+    static char args[8192];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, args, sizeof args - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    args[n] = '\0';
+    const char *end = args + n;
+    const char *arg = args;
+    const char *base = strrchr(arg, '/');
+    int under_loader = strncmp(base ? base + 1 : arg, "ld-", 3) == 0;
+    arg += strlen(arg) + 1;
+    if (under_loader) { /* skip the loader's options and the program path */
+        while (arg < end && strncmp(arg, "--", 2) == 0) {
+            int skip_value = loader_option_with_value(arg);
+            arg += strlen(arg) + 1;
+            if (skip_value && arg < end)
+                arg += strlen(arg) + 1;
+        }
+        if (arg < end)
+            arg += strlen(arg) + 1;
+    }
+    while (arg < end && arg[0] == '-') {
+        if (strcmp(arg, "-c") == 0 || strcmp(arg, "-m") == 0 || strcmp(arg, "-") == 0 ||
+            strcmp(arg, "--") == 0)
+            return NULL;
+        const char *value = NULL;
+        if (strcmp(arg, "-X") == 0) {
+            arg += strlen(arg) + 1;
+            value = arg < end ? arg : NULL;
+        } else if (strncmp(arg, "-X", 2) == 0) {
+            value = arg + 2;
+        } else if (strcmp(arg, "-W") == 0) {
+            arg += strlen(arg) + 1; /* its value */
+        }
+        if (value != NULL && is_perf_xoption(value))
+            return "-X perf";
+        if (arg < end)
+            arg += strlen(arg) + 1;
+    }
+    return NULL;
+}
+
+const char *pi_coexist_cpython_requested(unsigned minor)
+{
+    if (minor < 12)
+        return NULL;
+    if (truthy_env("PYTHONPERFSUPPORT"))
+        return "PYTHONPERFSUPPORT";
+    if (minor >= 13 && truthy_env("PYTHON_PERF_JIT_SUPPORT"))
+        return "PYTHON_PERF_JIT_SUPPORT";
+    return xoption_requested();
+}
+
+static void *interp_of_current(struct pi_state *s)
+{
+    void *tstate = s->py.ThreadStateGet();
+    return tstate ? *(void **)((char *)tstate + 16) : NULL;
+}
+
+/* Called instead of sys.activate_stack_trampoline(backend); `original` is
+ * CPython's function. */
+static pi_pyobj *activate_wrapper(pi_pyobj *original, pi_pyobj *args, pi_pyobj *kwargs)
+{
+    struct pi_state *s = &pi_state;
+    void *interp = interp_of_current(s);
+    int left = interp != NULL && pi_interp_yield(s, interp, 1);
+    pi_pyobj *backend = s->py.TupleGetItem(args, 0);
+    const char *name = backend ? s->py.UnicodeAsUTF8AndSize(backend, NULL) : NULL;
+    if (backend == NULL || name == NULL)
+        s->py.ErrClear(); /* CPython reports a bad argument itself below */
+    pi_pyobj *result = s->py.ObjectCall(original, args, kwargs);
+    if (result == NULL && left) {
+        pi_interp_yield(s, interp, 0); /* CPython did not take it */
+    } else if (result != NULL && left) {
+        pi_log(PI_LOG_INFO, "sys.activate_stack_trampoline: CPython's trampoline takes over "
+                            "this interpreter");
+        if (name != NULL && strcmp(name, "perf_jit") == 0 && strcmp(s->cfg.dir, "/tmp") == 0) {
+            pthread_mutex_lock(&s->lock);
+            for (int i = 0; i < s->nbackends; i++)
+                if (s->backends[i].ops == &pi_jitdump_ops)
+                    s->backends[i].failed = 1; /* CPython rewrites /tmp/jit-PID.dump */
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+    return result;
+}
+
+static struct method_def activate_def = {
+    "activate_stack_trampoline", (void *)activate_wrapper, METH_VARARGS | METH_KEYWORDS,
+    "Activate the perf profiler trampoline (CPython's; libpyperfinject steps aside first).",
+};
+
+void pi_coexist_watch(struct pi_state *s, void *interp)
+{
+    if (s->abi.minor < 12 || !s->py.IsInitialized())
+        return;
+    pthread_mutex_lock(&s->lock);
+    struct pi_interp_record *r = NULL;
+    unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
+    for (unsigned i = 0; i < n && r == NULL; i++)
+        if (s->records[i].interp == interp && !s->records[i].coexist_checked)
+            r = &s->records[i];
+    if (r != NULL) {
+        r->coexist_checked = 1;
+        atomic_fetch_sub(&s->coexist_pending, 1);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (r == NULL)
+        return;
+
+    pi_pyobj *et = NULL, *ev = NULL, *etb = NULL;
+    int saved = s->py.ErrOccurred() != NULL;
+    if (saved)
+        s->py.ErrFetch(&et, &ev, &etb);
+    pi_pyobj *original = s->py.SysGetObject("activate_stack_trampoline");
+    if (original != NULL) {
+        pi_pyobj *wrapper = s->py.CFunctionNewEx(&activate_def, original, NULL);
+        if (wrapper == NULL || s->py.SysSetObject("activate_stack_trampoline", wrapper) != 0)
+            s->py.ErrClear();
+        if (wrapper != NULL)
+            s->py.DecRef(wrapper);
+    }
+    if (saved)
+        s->py.ErrRestore(et, ev, etb);
+}
