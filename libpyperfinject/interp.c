@@ -86,8 +86,6 @@ static void *choose_next(const struct pi_state *s, void *current)
     Dl_info info;
     if (dladdr(current, &info) == 0)
         return NULL; /* not in any loaded object: maybe a wrong offset */
-    pi_log(PI_LOG_INFO, "another eval-frame function is installed (%s in %s); chaining to it",
-           info.dli_sname ? info.dli_sname : "?", info.dli_fname ? info.dli_fname : "?");
     return current;
 }
 
@@ -152,6 +150,13 @@ static int hook_in(struct pi_state *s, struct pi_interp_record *r)
             r->state = PI_INTERP_YIELDED;
             return -1;
         }
+        if (next != s->py.EvalFrameDefault && next != r->next_eval) {
+            Dl_info info;
+            dladdr(next, &info);
+            pi_log(PI_LOG_INFO, "interpreter %lld: another eval-frame function is installed "
+                   "(%s in %s); chaining to it", (long long)r->id,
+                   info.dli_sname ? info.dli_sname : "?", info.dli_fname ? info.dli_fname : "?");
+        }
         r->next_eval = next;
         recompute_route(s);
         write_eval_func(s, r->interp, hook);
@@ -180,7 +185,7 @@ void pi_interp_install(struct pi_state *s, void *interp)
     }
     struct pi_interp_record *r = new_record(s, interp, id);
     r->extra_index = index;
-    r->next_eval = choose_next(s, read_eval_func(s, interp));
+    r->next_eval = s->py.EvalFrameDefault;
     if (atomic_load(&s->hot.attention) & PI_ATTN_OFF) {
         r->state = PI_INTERP_LEFT; /* started switched off: hooked when switched on */
         recompute_route(s);
@@ -257,9 +262,10 @@ static void notice_replacement(struct pi_state *s, void *interp)
         Dl_info info;
         int known = current != NULL && dladdr(current, &info) != 0;
         pi_log(PI_LOG_INFO,
-               "interpreter %lld: another eval-frame function (%s) replaced ours; "
-               "functions it runs are not named until it chains to us or is removed",
-               (long long)r->id, known && info.dli_sname ? info.dli_sname : "unknown");
+               "interpreter %lld: another eval-frame function (%s in %s) was installed in "
+               "front of ours; Python functions are named only while it passes calls on",
+               (long long)r->id, known && info.dli_sname ? info.dli_sname : "?",
+               known && info.dli_fname ? info.dli_fname : "?");
         s->replacement_reported = 1;
     }
     pthread_mutex_unlock(&s->lock);

@@ -152,7 +152,7 @@ stage "arm64 packages"
 declare -A DEPS=() # suite -> unpacked root
 if fetch_arm64 bookworm libcmocka0 libcmocka-dev libunwind8 libunwind-dev; then
     DEPS[bookworm]=$CACHE/aarch64/bookworm/root
-    pass "arm64 libcmocka and libunwind (bookworm) unpacked"
+    echo "arm64 libcmocka and libunwind (bookworm): $CACHE/aarch64/bookworm/root"
 else
     skip "arm64 libcmocka and libunwind (bookworm): $REASON"
 fi
@@ -189,7 +189,7 @@ for w in "${USABLE[@]}"; do
     case "$w" in *-sid-arm64)
         if fetch_arm64 sid libunwind8 libunwind-dev; then
             DEPS[sid]=$CACHE/aarch64/sid/root
-            pass "arm64 libunwind (sid) unpacked"
+            echo "arm64 libunwind (sid): $CACHE/aarch64/sid/root"
         else
             skip "arm64 libunwind (sid): $REASON"
         fi ;;
@@ -201,7 +201,7 @@ done
 stage "cross build"
 mkdir -p "$WORK"
 built=0
-if make -s CC="$CROSS_CC" lib tools >"$WORK/build.log" 2>&1; then
+if make -s CC="$CROSS_CC" BUILD="$BUILD" lib tools >"$WORK/build.log" 2>&1; then
     built=1
     pass "make CC=$CROSS_CC lib tools"
 else
@@ -214,7 +214,7 @@ if [ "$built" -eq 0 ]; then
     skip "unit tests: the cross build failed"
 elif [ -z "${DEPS[bookworm]:-}" ]; then
     skip "unit tests: no arm64 libcmocka (see above)"
-elif ! make -s CC="$CROSS_CC" AARCH64_DEPS="${DEPS[bookworm]}" unit-tests >"$WORK/unit-build.log" 2>&1; then
+elif ! make -s CC="$CROSS_CC" BUILD="$BUILD" AARCH64_DEPS="${DEPS[bookworm]}" unit-tests >"$WORK/unit-build.log" 2>&1; then
     show "$WORK/unit-build.log" 15
     fail "make CC=$CROSS_CC unit-tests"
 else
@@ -265,7 +265,7 @@ run_py() {
 
 HOST_CHECK=$ROOT/build/jitdump-check
 if [ ! -x "$HOST_CHECK" ]; then
-    make -s tools >/dev/null 2>&1 || true
+    make -s BUILD=build tools >/dev/null 2>&1 || true
 fi
 negative_done=0
 
@@ -420,7 +420,11 @@ stage "arm64 interpreters under qemu-aarch64"
 if [ "$built" -eq 0 ]; then
     skip "interpreter tests: the cross build failed"
 elif [ "${#USABLE[@]}" -eq 0 ]; then
-    skip "interpreter tests: no arm64 interpreter (tests/provision/interpreters.sh --provision; $(tail -n 1 "$CACHE/aarch64-provision.log" 2>/dev/null))"
+    why="no arm64 interpreter in $CACHE/bin (tests/provision/interpreters.sh --provision)"
+    if [ -s "$CACHE/aarch64-provision.log" ]; then
+        why="$why: $(tail -n 1 "$CACHE/aarch64-provision.log")"
+    fi
+    skip "interpreter tests: $why"
 else
     for w in "${USABLE[@]}"; do
         check_interp "$(basename "$w")" "$w" "$LIB"

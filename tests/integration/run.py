@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
@@ -612,6 +613,159 @@ def scenario_noexec_dir(runner, interp, work):
         raise Fail("the map lacks py::foo")
 
 
+def scenario_switching(runner, interp, work):
+    """On/off by API and signal: only functions first run while on are named;
+    100 toggles under 4 churning threads: no crash, no duplicate lines."""
+    needs_python3(interp)
+    out = runner.run([interp.command, os.path.join(SCRIPTS, "switching.py")], True, work,
+                     {"PYPERFINJECT_SIGNAL": "USR2"})
+    if out.returncode != 0 or b"done 1" not in out.stdout:
+        raise Fail("switching.py exited %d: %r %r" % (out.returncode, out.stdout[-200:],
+                                                      out.stderr[-300:]))
+    path, _ = only_map(work)
+    entries = read_map(path)
+    check_no_overlap(entries, "map")
+    starts = [e[0] for e in entries]
+    if len(starts) != len(set(starts)):
+        raise Fail("the same address is named twice")
+    names = set(n.split(":")[2] for n in names_in(entries) if n.endswith(":<switching>"))
+    for want in ("first_on", "after_api_on", "after_signal_on", "at_the_end"):
+        if want not in names:
+            raise Fail("%s (run while on) is not named" % want)
+    for unwanted in ("while_off_api", "while_off_signal"):
+        if unwanted in names:
+            raise Fail("%s ran while off but is named" % unwanted)
+    churned = sum(1 for n in names if n.startswith("churn_"))
+    return "%d functions made during 100 toggles" % churned
+
+
+def counter_library(work):
+    if "counter" not in _PROBE:
+        out = os.path.join(os.path.dirname(work), "pep523_counter.so")
+        cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", out,
+                             os.path.join(ROOT, "tests", "integration", "pep523_counter.c"),
+                             "-ldl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _PROBE["counter"] = out if cc.returncode == 0 else None
+        if cc.returncode != 0:
+            raise Fail("cannot build pep523_counter.c: %r" % cc.stderr[-300:])
+    return _PROBE["counter"]
+
+
+def scenario_pep523_chain(runner, interp, work):
+    """Another PEP 523 function installed before and after the library: both see
+    every call, results unchanged, functions still named."""
+    needs_python3(interp)
+    if interp.version < (3, 9) or is_emulated(interp) or interp.kind not in ("pyenv", "debian",
+                                                                           "debian-dbg"):
+        raise NotApplicable()  # the test's counter uses the 3.9+ setter and this machine's libc
+    counter = counter_library(work)
+    script = os.path.join(SCRIPTS, "chain.py")
+    notes = []
+    for order in ("before", "after"):
+        env = {"PEP523_COUNTER_EARLY": "1"} if order == "before" else {}
+        plain = runner.run([interp.command, script, counter, order], False, work,
+                           dict(env, LD_PRELOAD=counter if order == "before" else ""))
+        lib = runner.lib
+        runner.lib = lib + (" " + counter if order == "before" else "")
+        try:
+            pre = runner.run([interp.command, script, counter, order], True, work, env)
+        finally:
+            runner.lib = lib
+        if pre.returncode != 0 or b"total 999000" not in pre.stdout or \
+                b"counted True" not in pre.stdout:
+            raise Fail("%s: %r %r" % (order, pre.stdout, pre.stderr[-300:]))
+        if plain.stdout.split(b"\n")[:2] != pre.stdout.split(b"\n")[:2]:
+            raise Fail("%s: results differ: %r vs %r" % (order, pre.stdout, plain.stdout))
+        path, _ = only_map(work)
+        if "py::f:%s" % script not in names_in(read_map(path)):
+            raise Fail("%s: f is not named while chained" % order)
+        for name in os.listdir(work):
+            os.unlink(os.path.join(work, name))
+        notes.append(order)
+    return "counter installed " + " and ".join(notes) + " the library"
+
+
+def scenario_cpython_perf(runner, interp, work):
+    """3.12+: with -X perf, PYTHONPERFSUPPORT=1 and sys.activate_stack_trampoline the
+    program runs as without the library, and CPython's trampoline wins."""
+    needs_python3(interp)
+    if interp.version < (3, 12):
+        raise NotApplicable()
+    script = os.path.join(SCRIPTS, "foo_bar_baz.py")
+    notes = []
+    for label, args, env in (("-X perf", ["-X", "perf"], {}),
+                             ("PYTHONPERFSUPPORT=1", [], {"PYTHONPERFSUPPORT": "1"})):
+        plain = runner.run([interp.command] + args + [script, "1000"], False, work, env)
+        pre = runner.run([interp.command] + args + [script, "1000"], True, work, env)
+        cleanup_cpython_maps(plain, pre)
+        same_behaviour(plain, pre, label)
+        if maps_of(None, work):
+            raise Fail("%s: the library wrote files although CPython's perf support is on"
+                       % label)
+        notes.append(label)
+    activate = os.path.join(SCRIPTS, "activate.py")
+    plain = runner.run([interp.command, activate], False, work)
+    pre = runner.run([interp.command, activate], True, work)
+    cpython_maps = cleanup_cpython_maps(plain, pre)
+    same_behaviour(plain, pre, "sys.activate_stack_trampoline")
+    path, pid = only_map(work)
+    ours = names_in(read_map(path))
+    if "py::before:%s" % activate not in ours:
+        raise Fail("the library did not name a function run before activation")
+    if any(n.startswith("py::during:") for n in ours):
+        raise Fail("the library named a function run under CPython's trampoline")
+    theirs = cpython_maps.get(pid, "")
+    if "py::during:%s" % activate not in theirs:
+        raise Fail("CPython's trampoline did not name py::during")
+    notes.append("activate_stack_trampoline")
+    return ", ".join(notes)
+
+
+def cleanup_cpython_maps(*runs):
+    """CPython writes /tmp/perf-PID.map itself: read and remove those of our runs
+    (recent maps that name our test scripts)."""
+    del runs
+    found = {}
+    for name in os.listdir("/tmp"):
+        if name.startswith("perf-") and name.endswith(".map"):
+            path = os.path.join("/tmp", name)
+            try:
+                if os.stat(path).st_mtime > time.time() - 120:
+                    with open(path, errors="replace") as f:
+                        text = f.read()
+                    if SCRIPTS in text:
+                        found[int(name[5:-4])] = text
+                        os.unlink(path)
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def scenario_cpython_regrtest(runner, interp, work):
+    """CPython's own test_perf_profiler passes under the preload as it does without."""
+    needs_python3(interp)
+    if interp.version < (3, 12):
+        raise NotApplicable()
+    check = runner.run([interp.command, "-c", "import test.test_perf_profiler"], False, work)
+    if check.returncode != 0:
+        raise Skip("this interpreter does not ship test.test_perf_profiler")
+    argv = [interp.command, "-m", "test", "-v", "test_perf_profiler"]
+    plain = runner.run(argv, False, work)
+    pre = runner.run(argv, True, work)
+
+    def verdict(out):
+        text = out.stdout.decode(errors="replace")
+        ok = len(re.findall(r" \.\.\. ok$", text, re.M))
+        skipped = len(re.findall(r" \.\.\. skipped", text, re.M))
+        return out.returncode, ok, skipped
+
+    a, b = verdict(plain), verdict(pre)
+    if a != b:
+        raise Fail("without: rc %d, %d ok, %d skipped; with: rc %d, %d ok, %d skipped\n%s"
+                   % (a + b + (pre.stdout.decode(errors="replace")[-1500:],)))
+    return "rc %d, %d ok, %d skipped, same as without" % a
+
+
 SCENARIOS = [
     ("names", scenario_names),
     ("inert", scenario_inert),
@@ -626,6 +780,10 @@ SCENARIOS = [
     ("perf-dwarf", scenario_perf_dwarf),
     ("perf-fp", scenario_perf_fp),
     ("unwind-inprocess", scenario_inprocess_unwind),
+    ("switching", scenario_switching),
+    ("pep523-chain", scenario_pep523_chain),
+    ("cpython-perf", scenario_cpython_perf),
+    ("test_perf_profiler", scenario_cpython_regrtest),
 ]
 
 # Programs that must not notice the library at all.
