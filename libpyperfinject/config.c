@@ -30,6 +30,7 @@ static const struct option options[] = {
     {"PYPERFINJECT_START", KIND_BOOL, FIELD(start), "1", 0, 1},
     {"PYPERFINJECT_SIGNAL", KIND_SIGNAL, FIELD(signal), "none", 0, 0},
     {"PYPERFINJECT_DURATION", KIND_INT, FIELD(duration), "0", 0, 31536000},
+    {"PYPERFINJECT_PASSTHROUGH", KIND_BOOL, FIELD(passthrough), "0", 0, 1},
 };
 
 const char *pi_config_name(size_t i)

@@ -19,6 +19,7 @@ struct pi_config {
     int start;         /* PYPERFINJECT_START: on at start-up, or off until switched on */
     int signal;        /* PYPERFINJECT_SIGNAL: switching signal, 0 = none */
     int duration;      /* PYPERFINJECT_DURATION: seconds on before switching off, 0 = no limit */
+    int passthrough;   /* PYPERFINJECT_PASSTHROUGH: benchmark floor, hook without trampolines */
     char dir[PATH_MAX - 32]; /* PYPERFINJECT_DIR: output directory (absolute) */
 };
 

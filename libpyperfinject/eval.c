@@ -299,8 +299,33 @@ static void *hook_frame_throw(void *frame, int throwflag)
     return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
 }
 
+/* The benchmark floor (PYPERFINJECT_PASSTHROUGH=1): what any PEP 523 hook
+ * costs, with no trampoline, no lookup and no files. */
+static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    long index = s->hot.extra_index;
+    void *next = s->hot.next_eval;
+    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
+        attend(s, tstate, &index, &next);
+    return ((eval3_fn)next)(tstate, frame, throwflag);
+}
+
+static void *passthrough_frame_throw(void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    long index = s->hot.extra_index;
+    void *next = s->hot.next_eval;
+    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
+        attend(s, NULL, &index, &next);
+    return ((eval2_fn)next)(frame, throwflag);
+}
+
 void *pi_eval_hook_for(enum pi_hook_kind kind)
 {
+    if (pi_state.cfg.passthrough)
+        return kind == PI_HOOK_FRAME_THROW ? (void *)passthrough_frame_throw
+                                           : (void *)passthrough_tstate_frame_throw;
     return kind == PI_HOOK_FRAME_THROW ? (void *)hook_frame_throw
                                        : (void *)hook_tstate_frame_throw;
 }

@@ -131,7 +131,7 @@ static void test_every_name_is_listed(void **state)
         assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
         i++;
     }
-    assert_int_equal(i, 9);
+    assert_int_equal(i, 10);
 }
 
 int main(void)
