@@ -54,6 +54,7 @@ struct pi_abi {
     uintptr_t frame_code_tag;   /* low bits to clear (tagged _PyStackRef, 3.14+) */
     int16_t ob_type_offset;     /* PyObject.ob_type */
     int16_t co_filename, co_name, co_qualname, co_firstlineno; /* -1: absent */
+    int16_t co_extra;           /* _PyCodeObjectExtra *; -1: use the API only */
     uint8_t free_threaded;
 };
 

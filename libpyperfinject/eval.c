@@ -23,6 +23,7 @@ typedef void *(*eval2_fn)(void *frame, int throwflag);
 typedef void *(*eval3_fn)(void *tstate, void *frame, int throwflag);
 
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
 
 /* PyThreadState.interp is at offset 16 in every version 3.6-3.15. */
 static void *interp_of(void *tstate) { return *(void **)((char *)tstate + 16); }
@@ -114,18 +115,48 @@ static void side_key(const struct pi_state *s, const void *code, struct pi_side_
     key->firstlineno = *(const int32_t *)((const char *)code + s->abi.co_firstlineno);
 }
 
-static void *lookup(struct pi_state *s, pi_pyobj *code, long index)
+/* CPython's _PyCodeObjectExtra: a size, then one slot per extra user. */
+struct code_extra {
+    pi_ssize_t size;
+    void *slots[];
+};
+
+static inline void *lookup(struct pi_state *s, pi_pyobj *code, long index)
 {
-    void *tramp = NULL;
-    if (s->abi.extra == PI_EXTRA_SIDE_TABLE) {
+    int mode = atomic_load_explicit(&s->hot.lookup, memory_order_relaxed);
+    if (LIKELY(mode == PI_LOOKUP_DIRECT)) {
+        const struct code_extra *x =
+            *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
+        return x != NULL && index < x->size ? x->slots[index] : NULL;
+    }
+    if (mode == PI_LOOKUP_SIDE_TABLE) {
         struct pi_side_key key;
         side_key(s, code, &key);
         return pi_sidetable_get(&s->side, &key);
     }
+    void *tramp = NULL;
     /* Fails only for non-code objects, which the caller ruled out. */
     if (s->hot.get_extra(code, index, &tramp) != 0)
         return NULL;
     return tramp;
+}
+
+/* The direct read is checked against the API on the first trampoline: if
+ * the table's co_extra offset were wrong for this build, every later lookup
+ * goes through the API instead. */
+static void verify_direct_lookup(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
+{
+    if (atomic_load(&s->hot.lookup) != PI_LOOKUP_DIRECT || s->direct_lookup_verified)
+        return;
+    void *via_api = NULL;
+    int rc = s->hot.get_extra(code, index, &via_api);
+    if (rc != 0)
+        s->py.ErrClear();
+    if (rc != 0 || via_api != tramp || lookup(s, code, index) != tramp) {
+        atomic_store(&s->hot.lookup, PI_LOOKUP_API);
+        pi_log(PI_LOG_INFO, "co_extra is not where the ABI table says; using the API");
+    }
+    s->direct_lookup_verified = 1;
 }
 
 static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
@@ -135,6 +166,8 @@ static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
         side_key(s, code, &key);
         return pi_sidetable_put(&s->side, &key, tramp);
     }
+    /* Serialised by our lock: the code-extra functions are not thread-safe
+     * in free-threaded 3.13. */
     pi_pyobj *et = NULL, *ev = NULL, *etb = NULL;
     int saved = s->py.ErrOccurred() != NULL;
     if (saved)
@@ -190,7 +223,8 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
                 .unwind_mapped_size = s->unwind.mapped_size,
             };
             announce(s, &info);
-            remember(s, code, index, tramp);
+            if (remember(s, code, index, tramp) == 0)
+                verify_direct_lookup(s, code, index, tramp);
         }
     }
     pthread_mutex_unlock(&s->lock);

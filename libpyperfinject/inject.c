@@ -135,6 +135,10 @@ static void hot_from_abi(struct pi_state *s)
     s->hot.ob_type_offset = s->abi.ob_type_offset;
     s->hot.code_type = s->py.CodeType;
     s->hot.get_extra = s->py.CodeGetExtra;
+    s->hot.co_extra_offset = s->abi.co_extra;
+    s->hot.lookup = s->abi.extra == PI_EXTRA_SIDE_TABLE ? PI_LOOKUP_SIDE_TABLE
+                    : s->abi.co_extra >= 0              ? PI_LOOKUP_DIRECT
+                                                        : PI_LOOKUP_API;
 }
 
 /* Everything that can be decided without touching the process: settings,

@@ -55,10 +55,19 @@ struct pi_hot {
     void *next_eval;           /* when not PI_ATTN_MIXED */
     int16_t frame_code_offset;
     int16_t ob_type_offset;
+    int16_t co_extra_offset;   /* PI_LOOKUP_DIRECT: the code object's co_extra */
+    _Atomic int lookup;        /* enum pi_lookup */
     uintptr_t frame_code_tag;
     const void *code_type;
     int (*get_extra)(pi_pyobj *, pi_ssize_t, void **);
 } __attribute__((aligned(64)));
+
+/* How the hot path finds a code object's trampoline. */
+enum pi_lookup {
+    PI_LOOKUP_DIRECT,     /* read co_extra->ce_extras[index] (verified once) */
+    PI_LOOKUP_API,        /* the code-extra functions */
+    PI_LOOKUP_SIDE_TABLE, /* 3.6/3.7 */
+};
 
 struct pi_state {
     /* Set while attaching. */
@@ -93,6 +102,7 @@ struct pi_state {
     _Atomic uint64_t installed_words;
     int atexit_registered;       /* this runtime cycle */
     int replacement_reported;    /* "another eval function replaced ours" said */
+    int direct_lookup_verified;  /* the co_extra offset was checked against the API */
     _Atomic int coexist_pending; /* records whose sys functions are not wrapped yet */
     struct pi_control *control;  /* runtime switching (control.c), NULL until used */
 };

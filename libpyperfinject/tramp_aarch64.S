@@ -28,3 +28,26 @@ pi_tramp_tag:
 pi_tramp_end:
 #endif
         .section .note.GNU-stack, "", @progbits
+#if defined(__aarch64__) && (defined(__ARM_FEATURE_BTI_DEFAULT) || defined(__ARM_FEATURE_PAC_DEFAULT))
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define PI_PROP_BTI 1
+#else
+#define PI_PROP_BTI 0
+#endif
+#if defined(__ARM_FEATURE_PAC_DEFAULT) && __ARM_FEATURE_PAC_DEFAULT
+#define PI_PROP_PAC 2
+#else
+#define PI_PROP_PAC 0
+#endif
+        .pushsection .note.gnu.property, "a"
+        .p2align 3
+        .word   4                       /* name size */
+        .word   16                      /* descriptor size */
+        .word   5                       /* NT_GNU_PROPERTY_TYPE_0 */
+        .asciz  "GNU"
+        .word   0xc0000000              /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+        .word   4
+        .word   PI_PROP_BTI | PI_PROP_PAC
+        .word   0
+        .popsection
+#endif
