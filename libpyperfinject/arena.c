@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-enum { SLOTS_PER_ARENA = PI_ARENA_BYTES / PI_SLOT_STRIDE };
+enum { SLOTS_PER_ARENA = PI_ARENA_SLOTS };
 
 uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n)
 {
@@ -12,11 +12,12 @@ uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n)
 
 static uint8_t *map_arena(struct pi_arena_pool *pool, const struct pi_slot_image *image)
 {
-    void *mem = mmap(NULL, PI_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+    size_t bytes = PI_ARENA_HEADER_BYTES + PI_ARENA_BYTES;
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         return NULL;
-    uint8_t *base = mem;
+    uint8_t *header = mem;
+    uint8_t *base = header + PI_ARENA_HEADER_BYTES;
     uint64_t first = pool->slots_made;
     for (uint32_t i = 0; i < SLOTS_PER_ARENA; i++) {
         uint8_t *slot = base + (size_t)i * PI_SLOT_STRIDE;
@@ -24,10 +25,13 @@ static uint8_t *map_arena(struct pi_arena_pool *pool, const struct pi_slot_image
         memcpy(slot, image->bytes, image->length);
         memcpy(slot + image->tag_offset, &tag, sizeof tag);
     }
-    if (mprotect(mem, PI_ARENA_BYTES, PROT_READ | PROT_EXEC) != 0) {
+    if (pool->fill_header != NULL)
+        pool->fill_header(header, base, pool->header_ctx);
+    if (mprotect(base, PI_ARENA_BYTES, PROT_READ | PROT_EXEC) != 0 ||
+        mprotect(header, PI_ARENA_HEADER_BYTES, PROT_READ) != 0) {
         /* W^X policy (SELinux execmem, PaX) refused: keep the mapping
          * inaccessible rather than unmapping, the address stays reserved. */
-        mprotect(mem, PI_ARENA_BYTES, PROT_NONE);
+        mprotect(mem, bytes, PROT_NONE);
         return NULL;
     }
     __builtin___clear_cache((char *)base, (char *)base + PI_ARENA_BYTES);

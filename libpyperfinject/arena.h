@@ -16,7 +16,8 @@
  * and eh_frame_hdr behind it, so the ranges perf inject maps for consecutive
  * trampolines (round8(code) + unwind size) never overlap. */
 #define PI_SLOT_STRIDE 128u
-#define PI_ARENA_BYTES (128u * 1024u)
+#define PI_ARENA_BYTES (128u * 1024u) /* slots per arena: PI_ARENA_BYTES / PI_SLOT_STRIDE */
+#define PI_ARENA_SLOTS (PI_ARENA_BYTES / PI_SLOT_STRIDE)
 
 /* What every slot starts as. `tag_offset` names 8 bytes inside the code that
  * the arena overwrites with (salt ^ slot number). */
@@ -27,8 +28,17 @@ struct pi_slot_image {
     uint32_t tag_offset;
 };
 
+/* Each arena mapping starts with PI_ARENA_HEADER_BYTES of read-only data
+ * about its slots (unwind_registry.c puts an ELF-like description there),
+ * filled by the pool's callback before the mapping is sealed. */
+#define PI_ARENA_HEADER_BYTES (12u * 1024u)
+
+typedef void (*pi_arena_header_fn)(uint8_t *header, const uint8_t *slots, void *ctx);
+
 struct pi_arena_pool {
-    uint8_t *base;      /* current arena, NULL before the first */
+    pi_arena_header_fn fill_header; /* optional */
+    void *header_ctx;
+    uint8_t *base;      /* current arena's slots, NULL before the first */
     uint32_t next_slot; /* next free slot in the current arena */
     uint64_t slots_made; /* slots handed out, all arenas: tags and code_index */
     uint64_t salt;      /* distinguishes this process's tags */

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "slot.h"
 #include "state.h"
+#include "unwind_registry.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -200,6 +201,8 @@ int pi_activate(struct pi_state *s)
         s->pid = (long)getpid();
         if (getcwd(s->start_cwd, sizeof s->start_cwd) == NULL)
             s->start_cwd[0] = '\0';
+        s->pool.fill_header = pi_unwind_fill_header;
+        s->pool.header_ctx = &s->image;
         s->pool.salt = ((uint64_t)s->pid << 32) ^ (uint64_t)now.tv_nsec ^
                        (uint64_t)now.tv_sec << 20;
         if (deferred_error[0] != '\0') {

@@ -82,11 +82,17 @@ static void test_slots_are_sealed_unique_and_callable(void **state)
         assert_memory_equal(slots[i] + image.code_size, image.bytes + image.code_size,
                             image.length - image.code_size);
     }
+    /* Never writable (and executable: the call below runs a slot). The
+     * header in front of the slots is read-only data. qemu-user reports
+     * guest execute permission unreliably, so only 'w' is checked here. */
     char perms[5];
     perms_of(slots[0], perms);
-    assert_string_equal(perms, "r-xp"); /* never writable and executable */
+    assert_int_equal(perms[0], 'r');
+    assert_int_equal(perms[1], '-');
     perms_of(slots[N - 1], perms);
-    assert_string_equal(perms, "r-xp");
+    assert_int_equal(perms[1], '-');
+    perms_of(slots[0] - PI_ARENA_HEADER_BYTES, perms);
+    assert_int_equal(perms[1], '-');
 
     void *ret = ((tramp_fn)(void *)slots[N - 1])((void *)1, (void *)2, (void *)3,
                                                 (void *)fake_evaluator);
