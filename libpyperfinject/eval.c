@@ -154,6 +154,7 @@ static void verify_direct_lookup(struct pi_state *s, pi_pyobj *code, long index,
         s->py.ErrClear();
     if (rc != 0 || via_api != tramp || lookup(s, code, index) != tramp) {
         atomic_store(&s->hot.lookup, PI_LOOKUP_API);
+        atomic_fetch_or(&s->hot.attention, PI_ATTN_LOOKUP);
         pi_log(PI_LOG_INFO, "co_extra is not where the ABI table says; using the API");
     }
     s->direct_lookup_verified = 1;
@@ -297,40 +298,82 @@ static __attribute__((noinline)) int attend(struct pi_state *s, void *tstate, lo
     return 0;
 }
 
+/* Everything but the plain path: attention bits, a lookup mode other than
+ * the direct read, a miss (make the trampoline), or no code object. */
+static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstate, void *frame,
+                                                 int throwflag, void **next_out)
+{
+    long index = s->hot.extra_index;
+    void *next = s->hot.next_eval;
+    *next_out = next;
+    if ((atomic_load_explicit(&s->hot.attention, memory_order_acquire) & ~PI_ATTN_LOOKUP) != 0 &&
+        attend(s, tstate, &index, &next) != 0) {
+        *next_out = next;
+        return NULL;
+    }
+    *next_out = next;
+    pi_pyobj *code = code_of(&s->hot, frame);
+    if (code == NULL)
+        return NULL;
+    void *tramp = lookup(s, code, index);
+    return tramp != NULL ? tramp : make_trampoline(s, code, index);
+    (void)throwflag;
+}
+
+/* The plain path, kept free of calls so that it needs no stack frame and
+ * leaves by a tail jump into the trampoline: attention clear, a code
+ * object, its trampoline found by the direct co_extra read. */
+static inline void *fast_lookup(struct pi_state *s, void *frame)
+{
+    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
+        return NULL; /* PI_ATTN_LOOKUP covers the lookup modes other than direct */
+    pi_pyobj *code = code_of(&s->hot, frame);
+    if (UNLIKELY(code == NULL))
+        return NULL;
+    const struct code_extra *x =
+        *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
+    long index = s->hot.extra_index;
+    return LIKELY(x != NULL && index < x->size) ? x->slots[index] : NULL;
+}
+
+/* The rest of a call that missed the plain path; entered by tail call. */
+static __attribute__((noinline)) void *slow_tstate_frame_throw(void *tstate, void *frame,
+                                                               int throwflag)
+{
+    void *next;
+    void *tramp = slow_path(&pi_state, tstate, frame, throwflag, &next);
+    if (tramp == NULL)
+        return ((eval3_fn)next)(tstate, frame, throwflag);
+    return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
+}
+
+static __attribute__((noinline)) void *slow_frame_throw(void *frame, int throwflag)
+{
+    void *next;
+    void *tramp = slow_path(&pi_state, NULL, frame, throwflag, &next);
+    if (tramp == NULL)
+        return ((eval2_fn)next)(frame, throwflag);
+    return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
+}
+
 /* 3.9+: PyObject *(PyThreadState *, frame, int) */
 static void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
-    long index = s->hot.extra_index;
-    void *next = s->hot.next_eval;
-    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0) &&
-        attend(s, tstate, &index, &next) != 0)
-        return ((eval3_fn)next)(tstate, frame, throwflag);
-    pi_pyobj *code = code_of(&s->hot, frame);
-    void *tramp = code ? lookup(s, code, index) : NULL;
-    if (UNLIKELY(tramp == NULL) && code != NULL)
-        tramp = make_trampoline(s, code, index);
-    if (UNLIKELY(tramp == NULL))
-        return ((eval3_fn)next)(tstate, frame, throwflag);
-    return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
+    void *tramp = fast_lookup(s, frame);
+    if (LIKELY(tramp != NULL))
+        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, s->hot.next_eval);
+    return slow_tstate_frame_throw(tstate, frame, throwflag);
 }
 
 /* 3.6-3.8: PyObject *(PyFrameObject *, int) */
 static void *hook_frame_throw(void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
-    long index = s->hot.extra_index;
-    void *next = s->hot.next_eval;
-    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0) &&
-        attend(s, NULL, &index, &next) != 0)
-        return ((eval2_fn)next)(frame, throwflag);
-    pi_pyobj *code = code_of(&s->hot, frame);
-    void *tramp = code ? lookup(s, code, index) : NULL;
-    if (UNLIKELY(tramp == NULL) && code != NULL)
-        tramp = make_trampoline(s, code, index);
-    if (UNLIKELY(tramp == NULL))
-        return ((eval2_fn)next)(frame, throwflag);
-    return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
+    void *tramp = fast_lookup(s, frame);
+    if (LIKELY(tramp != NULL))
+        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, s->hot.next_eval);
+    return slow_frame_throw(frame, throwflag);
 }
 
 /* The benchmark floor (PYPERFINJECT_PASSTHROUGH=1): what any PEP 523 hook
@@ -340,7 +383,8 @@ static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throw
     struct pi_state *s = &pi_state;
     long index = s->hot.extra_index;
     void *next = s->hot.next_eval;
-    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
+    if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
+                  ~PI_ATTN_LOOKUP) != 0))
         attend(s, tstate, &index, &next);
     return ((eval3_fn)next)(tstate, frame, throwflag);
 }
@@ -350,7 +394,8 @@ static void *passthrough_frame_throw(void *frame, int throwflag)
     struct pi_state *s = &pi_state;
     long index = s->hot.extra_index;
     void *next = s->hot.next_eval;
-    if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
+    if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
+                  ~PI_ATTN_LOOKUP) != 0))
         attend(s, NULL, &index, &next);
     return ((eval2_fn)next)(frame, throwflag);
 }

@@ -140,6 +140,8 @@ static void hot_from_abi(struct pi_state *s)
     s->hot.lookup = s->abi.extra == PI_EXTRA_SIDE_TABLE ? PI_LOOKUP_SIDE_TABLE
                     : s->abi.co_extra >= 0              ? PI_LOOKUP_DIRECT
                                                         : PI_LOOKUP_API;
+    if (s->hot.lookup != PI_LOOKUP_DIRECT)
+        atomic_fetch_or(&s->hot.attention, PI_ATTN_LOOKUP);
 }
 
 /* Everything that can be decided without touching the process: settings,

@@ -46,6 +46,7 @@ enum {
     PI_ATTN_FORK = 1,  /* a forked child that has not made its own files yet */
     PI_ATTN_OFF = 2,   /* switched off: hooks step out on their next call */
     PI_ATTN_MIXED = 4, /* interpreters differ: look up records */
+    PI_ATTN_LOOKUP = 8, /* trampolines are found another way than the direct read */
 };
 
 /* Read on every call: kept together in one cache line. */
@@ -107,8 +108,9 @@ struct pi_state {
     struct pi_control *control;  /* runtime switching (control.c), NULL until used */
 };
 
-/* The one instance (inject.c). */
-extern struct pi_state pi_state;
+/* The one instance (inject.c). Hidden: the hot path reaches it without a
+ * GOT load. */
+extern struct pi_state pi_state __attribute__((visibility("hidden")));
 
 /* eval.c: the eval-frame functions, one per hook kind. */
 void *pi_eval_hook_for(enum pi_hook_kind kind);
