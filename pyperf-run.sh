@@ -55,7 +55,7 @@ die() {
     for line in "$@"; do printf '  %s\n' "$line" >&2; done
     exit 125
 }
-usage() { sed -n '2,33s/^# \{0,1\}//p' "$(script_path)"; }
+usage() { sed -n '2,34s/^# \{0,1\}//p' "$(script_path)"; }
 usage_error() {
     printf '%s: %s\n' "$PROG" "$*" >&2
     printf "Try '%s --help'.\n" "$PROG" >&2
@@ -282,6 +282,18 @@ require_supported_python() {
 }
 
 # ------------------------------------------------------------- exec mode
+# Exits 127 (not found) or 126 (not executable) as a shell would.
+require_command() {
+    if [[ $1 == */* ]] && [ -e "$1" ] && { [ -d "$1" ] || [ ! -x "$1" ]; }; then
+        printf '%s: %s: not an executable file\n' "$PROG" "$1" >&2
+        exit 126
+    fi
+    if ! command -v -- "$1" >/dev/null 2>&1; then
+        printf '%s: %s: command not found\n' "$PROG" "$1" >&2
+        exit 127
+    fi
+}
+
 cmd_exec() {
     local dir=""
     while [ $# -gt 0 ]; do
@@ -313,10 +325,7 @@ cmd_exec() {
         PYPERFINJECT_DIR=$(abs_dir "$sub")
         export PYPERFINJECT_DIR
     fi
-    if ! command -v -- "$1" >/dev/null 2>&1; then
-        printf '%s: %s: command not found\n' "$PROG" "$1" >&2
-        exit 127
-    fi
+    require_command "$1"
     LD_PRELOAD=$(preload_value "$lib")
     export LD_PRELOAD
     exec -- "$@"
@@ -345,10 +354,7 @@ cmd_record() {
     local lib
     lib=$(find_lib)
     require_perf "$event" "$sw"
-    if ! command -v -- "$1" >/dev/null 2>&1; then
-        printf '%s: %s: command not found\n' "$PROG" "$1" >&2
-        exit 127
-    fi
+    require_command "$1"
 
     local why
     if probe_python "$@"; then
@@ -555,7 +561,9 @@ perf_flamegraph_script() {
     local exec_path
     exec_path=$("$PERF" --exec-path 2>/dev/null) || return 1
     [ -f "$exec_path/scripts/python/flamegraph.py" ] || return 1
-    "$PERF" version --build-options 2>/dev/null | grep -qE 'libpython: +\[ on' || return 1
+    local opts
+    opts=$("$PERF" version --build-options 2>/dev/null) || return 1
+    grep -qE 'libpython: +\[ on' <<<"$opts" || return 1
     printf '%s\n' "$exec_path/scripts/python/flamegraph.py"
 }
 

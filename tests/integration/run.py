@@ -825,6 +825,13 @@ def run_non_python(runner, work):
     return results
 
 
+def notes_status(matrix, label, name):
+    for lab, _, _, row in matrix:
+        if lab == label:
+            return row.get(name)
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
@@ -841,6 +848,7 @@ def main():
 
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     matrix = []
+    notes = {}
 
     def report(status, label, scenario, detail):
         counts[status] += 1
@@ -876,6 +884,7 @@ def main():
                     status, note = "FAIL", "%s: %s" % (type(e).__name__, e)
                 report(status, interp.label, name, note)
                 row[name] = status
+                notes[(interp.label, name)] = note
             version = "?"
             try:
                 version = "%d.%d" % interp.version
@@ -889,7 +898,7 @@ def main():
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    if args.matrix_out and matrix:
+    if args.matrix_out and matrix and not args.only:
         os.makedirs(os.path.dirname(args.matrix_out), exist_ok=True)
         with open(args.matrix_out, "w") as f:
             names = [n for n, _ in SCENARIOS]
@@ -898,6 +907,12 @@ def main():
             for label, kind, version, row in matrix:
                 f.write("| %s | %s | %s | %s |\n" % (
                     label, kind, version, " | ".join(row.get(n, "-") for n in names)))
+            f.write("\nDetails (PASS notes and SKIP reasons):\n\n")
+            for (label, name), note in sorted(notes.items()):
+                if note and name in ("perf-dwarf", "perf-fp", "unwind-inprocess",
+                                     "test_perf_profiler", "subinterpreter") or \
+                        (note and notes_status(matrix, label, name) != "PASS"):
+                    f.write("- %s, %s: %s\n" % (label, name, note.replace("\n", " ")[:300]))
     print("integration: %d passed, %d failed, %d skipped" %
           (counts["PASS"], counts["FAIL"], counts["SKIP"]))
     return 1 if counts["FAIL"] else 0
