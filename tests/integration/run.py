@@ -464,6 +464,20 @@ def python_chain_ratio(samples, script):
     return with_foo, full
 
 
+def require_full_chains(runner, work, data, script):
+    """perf script over `data`: at least 90% of the samples whose innermost Python
+    frame is foo must show foo -> bar -> baz -> <module>."""
+    text = runner.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym", "--no-inline"],
+                      False, work).stdout.decode(errors="replace")
+    with_foo, full = python_chain_ratio(perf_samples(text), script)
+    if with_foo < 20:
+        raise Fail("only %d samples have py::foo innermost" % with_foo)
+    pct = 100.0 * full / with_foo
+    if pct < 90:
+        raise Fail("%.1f%% of %d py::foo samples show the full chain (need 90%%)" % (pct, with_foo))
+    return "%.1f%% of %d foo samples" % (pct, with_foo)
+
+
 def record_workload(runner, interp, work, perf_args, env, seconds="2"):
     script = os.path.join(SCRIPTS, "perf_workload.py")
     argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", os.path.join(work, "perf.data")]
@@ -490,14 +504,7 @@ def scenario_perf_dwarf(runner, interp, work):
                         False, work)
     if inject.returncode != 0:
         raise Fail("perf inject failed: %r" % inject.stderr[-300:])
-    text = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "comm,tid,ip,sym",
-                       "--no-inline"], False, work).stdout.decode(errors="replace")
-    with_foo, full = python_chain_ratio(perf_samples(text), script)
-    if with_foo < 20:
-        raise Fail("only %d samples have py::foo innermost" % with_foo)
-    pct = 100.0 * full / with_foo
-    if pct < 90:
-        raise Fail("%.1f%% of %d py::foo samples show the full chain (need 90%%)" % (pct, with_foo))
+    result = require_full_chains(runner, work, "perf.jit.data", script)
     # Source lines: the trampoline of foo maps to the line of `def foo`.
     lines = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "ip,sym,srcline"],
                        False, work).stdout.decode(errors="replace")
@@ -505,7 +512,7 @@ def scenario_perf_dwarf(runner, interp, work):
     after_foo = re.findall(r"py::foo:\S+\n\s+(\S+)", lines)
     if not any(s.endswith(want) for s in after_foo):
         raise Fail("srcline for py::foo is not %s: %r" % (want, sorted(set(after_foo))[:3]))
-    return "%.1f%% of %d foo samples" % (pct, with_foo)
+    return result + ", srcline " + want
 
 
 def scenario_perf_fp(runner, interp, work):
@@ -520,15 +527,10 @@ def scenario_perf_fp(runner, interp, work):
         raise Skip(why)
     script = record_workload(runner, interp, work, ["-F", "499", "-g"],
                              {"PYPERFINJECT_DIR": "/tmp", "PYPERFINJECT_JITDUMP": "0"})
-    text = runner.run(["perf", "script", "-i", "perf.data", "-F", "comm,tid,ip,sym",
-                       "--no-inline"], False, work).stdout.decode(errors="replace")
-    with_foo, full = python_chain_ratio(perf_samples(text), script)
-    if with_foo < 20:
-        raise Fail("only %d samples have py::foo innermost" % with_foo)
-    pct = 100.0 * full / with_foo
-    if pct < 90:
-        raise Fail("%.1f%% of %d py::foo samples show the full chain (need 90%%)" % (pct, with_foo))
-    return "%.1f%% of %d foo samples" % (pct, with_foo)
+    try:
+        return require_full_chains(runner, work, "perf.data", script)
+    finally:
+        cleanup_cpython_maps()  # the map had to be in /tmp for perf
 
 
 _PROBE = {}
