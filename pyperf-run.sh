@@ -23,6 +23,10 @@
 #   pyperf-run check [-- COMMAND...]
 #       Show what pyperf-run would use: library, perf, permissions, flame
 #       graph tools and, given COMMAND, the interpreter and call-graph mode.
+#   pyperf-run --pid PID on|off|status
+#       Switch profiling in a running process that was started with
+#       PYPERFINJECT_SIGNAL set (opt-in): sends that signal with a sigqueue
+#       value (1 on, 0 off). `status` shows the setting found.
 #   pyperf-run --print-lib | --help | --version
 #
 # Exit status: COMMAND's own (exec mode; record returns the profiled
@@ -151,10 +155,14 @@ perf_problem() {
 Install it: Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-common linux-tools-\$(uname -r); Fedora/RHEL: dnf install perf"
         return 0
     fi
-    local -a args=(record -q -e "$event" -o /dev/null)
+    local -a args=(record -q -e "$event" -o /dev/null --no-buildid)
     [ "$sw" -eq 0 ] || args+=(-a)
     local out
-    if out=$("$PERF" "${args[@]}" -- true 2>&1); then
+    # --no-bpf-event saves a second (perf 5.1+; retried without it).
+    if out=$("$PERF" "${args[@]}" --no-bpf-event -- true 2>&1); then
+        return 1
+    fi
+    if grep -q 'unknown option' <<<"$out" && out=$("$PERF" "${args[@]}" -- true 2>&1); then
         return 1
     fi
     paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)
@@ -398,10 +406,13 @@ cmd_record() {
     fi
     [ "$sw" -eq 0 ] || popts+=(-a)
 
-    note "recording $(printf '%q ' "$@")"
+    local shown
+    shown=$(printf '%q ' "$@")
+    shown=${shown% }
+    note "recording $shown"
     note "call graphs: $mode ($why); event $event at $freq Hz; output $out"
     {
-        echo "command: $(printf '%q ' "$@")"
+        echo "command: $shown"
         echo "date: $(date -Is)"
         echo "mode: $mode ($why)"
         echo "perf record ${popts[*]}"
@@ -537,63 +548,71 @@ cmd_report() {
 # Tools, each a maintained one: perf's own flamegraph script with the
 # d3-flame-graph HTML template, inferno, FlameGraph. Sets FG_* and a
 # description of what is missing.
-FG_MISSING=()
+FG_MISSING=() FG_TOOL="" FG_SCRIPT="" D3_TEMPLATE=""
+# Sets D3_TEMPLATE to the d3-flame-graph template, if there is one.
 find_d3_template() {
-    local c root
+    [ -z "$D3_TEMPLATE" ] || return 0
+    local c root rel="d3-flame-graph/dist/templates/$D3_TEMPLATE_NAME"
     local -a cands=()
     [ -z "${PYPERF_RUN_FLAMEGRAPH_TEMPLATE:-}" ] || cands+=("$PYPERF_RUN_FLAMEGRAPH_TEMPLATE")
     cands+=("/usr/share/d3-flame-graph/$D3_TEMPLATE_NAME"
-        "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/pyperfinject/npm/node_modules/d3-flame-graph/dist/templates/$D3_TEMPLATE_NAME")
-    if command -v npm >/dev/null 2>&1; then
-        root=$(npm root -g 2>/dev/null || true)
-        [ -z "$root" ] || cands+=("$root/d3-flame-graph/dist/templates/$D3_TEMPLATE_NAME")
-    fi
+        "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/pyperfinject/npm/node_modules/$rel")
     for c in "${cands[@]}"; do
         if [ -f "$c" ]; then
-            printf '%s\n' "$c"
+            D3_TEMPLATE=$c
             return 0
         fi
     done
+    # Last, the global npm modules (asking npm takes a moment).
+    if command -v npm >/dev/null 2>&1; then
+        root=$(npm root -g 2>/dev/null || true)
+        if [ -n "$root" ] && [ -f "$root/$rel" ]; then
+            D3_TEMPLATE="$root/$rel"
+            return 0
+        fi
+    fi
     return 1
 }
 
+# Sets FG_SCRIPT to perf's flamegraph.py if this perf can run it.
 perf_flamegraph_script() {
-    local exec_path
+    [ -z "$FG_SCRIPT" ] || return 0
+    local exec_path opts
     exec_path=$("$PERF" --exec-path 2>/dev/null) || return 1
     [ -f "$exec_path/scripts/python/flamegraph.py" ] || return 1
-    local opts
     opts=$("$PERF" version --build-options 2>/dev/null) || return 1
     grep -qE 'libpython: +\[ on' <<<"$opts" || return 1
-    printf '%s\n' "$exec_path/scripts/python/flamegraph.py"
+    FG_SCRIPT="$exec_path/scripts/python/flamegraph.py"
 }
 
-# Prints "TOOL" for the first available tool among $@ (perf-d3 inferno
-# flamegraph-pl); fills FG_MISSING with why each other is unavailable.
+# Sets FG_TOOL to the first available tool among $@ (perf-d3 inferno
+# flamegraph-pl) and FG_MISSING to why each one before it is unavailable.
 pick_flamegraph_tool() {
     local t
     FG_MISSING=()
+    FG_TOOL=""
     for t in "$@"; do
         case "$t" in
         perf-d3)
-            if ! perf_flamegraph_script >/dev/null; then
+            if ! perf_flamegraph_script; then
                 FG_MISSING+=("perf's flamegraph script: this perf has no scripts/python/flamegraph.py or no Python scripting support")
-            elif ! find_d3_template >/dev/null; then
+            elif ! find_d3_template; then
                 FG_MISSING+=("perf's flamegraph script (HTML): the d3-flame-graph template $D3_TEMPLATE_NAME is missing; install it with: npm install -g $D3_TEMPLATE_PKG (Fedora: dnf install js-d3-flame-graph), or set PYPERF_RUN_FLAMEGRAPH_TEMPLATE=/path/to/$D3_TEMPLATE_NAME")
             else
-                echo perf-d3
+                FG_TOOL=perf-d3
                 return 0
             fi
             ;;
         inferno)
             if command -v inferno-collapse-perf >/dev/null 2>&1 && command -v inferno-flamegraph >/dev/null 2>&1; then
-                echo inferno
+                FG_TOOL=inferno
                 return 0
             fi
             FG_MISSING+=("inferno (SVG): inferno-collapse-perf and inferno-flamegraph are not on PATH; install with: cargo install inferno")
             ;;
         flamegraph-pl)
             if fg_pl stackcollapse-perf.pl >/dev/null && fg_pl flamegraph.pl >/dev/null; then
-                echo flamegraph-pl
+                FG_TOOL=flamegraph-pl
                 return 0
             fi
             FG_MISSING+=("FlameGraph (SVG): stackcollapse-perf.pl and flamegraph.pl are neither on PATH nor in \$FLAMEGRAPH_DIR; get them from https://github.com/brendangregg/FlameGraph and set FLAMEGRAPH_DIR")
@@ -612,7 +631,7 @@ fg_pl() {
 }
 
 make_flamegraph() {
-    local data file=$2 tool
+    local data file=$2
     local -a order
     data=$(readlink -f -- "$1")
     case "$file" in
@@ -620,8 +639,7 @@ make_flamegraph() {
     *.html | *.htm) order=(perf-d3) ;;
     *) order=(perf-d3 inferno flamegraph-pl) ;;
     esac
-    if ! tool=$(pick_flamegraph_tool "${order[@]}"); then
-        pick_flamegraph_tool "${order[@]}" >/dev/null || true
+    if ! pick_flamegraph_tool "${order[@]}"; then
         local hint="name the file .html or .svg to choose a format"
         case "$file" in
         *.svg) hint="or ask for an HTML flame graph: --flamegraph ${file%.svg}.html" ;;
@@ -637,11 +655,9 @@ make_flamegraph() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run.XXXXXX")
     # shellcheck disable=SC2064 # expand now: tmp is local
     trap "rm -rf -- '$tmp'" EXIT
-    case "$tool" in
+    case "$FG_TOOL" in
     perf-d3)
-        local script template
-        script=$(perf_flamegraph_script)
-        template=$(find_d3_template)
+        local script=$FG_SCRIPT template=$D3_TEMPLATE
         # flamegraph.py reads the header of ./perf.data for its "Context" pane.
         ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
         (cd "$tmp" && "$PERF" script -i "$data" -s "$script" -- \
@@ -696,7 +712,7 @@ cmd_import() {
 # ------------------------------------------------------------- check mode
 cmd_check() {
     [ "${1:-}" != -- ] || shift
-    local ok=0 lib tpl s
+    local ok=0 lib
     if lib=$( (find_lib) 2>&1); then
         ( find_lib >/dev/null; echo "library:      $lib ($LIB_SOURCE)" )
     else
@@ -710,16 +726,17 @@ cmd_check() {
         echo "perf:         $(command -v "$PERF") ($("$PERF" version 2>/dev/null)), recording permitted"
     fi
     echo "paranoid:     kernel.perf_event_paranoid = $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)"
-    s=$(pick_flamegraph_tool perf-d3 inferno flamegraph-pl || true)
-    pick_flamegraph_tool perf-d3 inferno flamegraph-pl >/dev/null || true
-    if tpl=$(find_d3_template) && perf_flamegraph_script >/dev/null; then
-        echo "flame graphs: HTML with perf's flamegraph script ($tpl)"
+    local m any=0
+    if perf_flamegraph_script && find_d3_template; then
+        echo "flame graphs: HTML with perf's flamegraph script ($D3_TEMPLATE)"
+        any=1
     fi
-    command -v inferno-flamegraph >/dev/null 2>&1 && echo "flame graphs: SVG with inferno"
-    { fg_pl flamegraph.pl >/dev/null && echo "flame graphs: SVG with FlameGraph"; } || true
-    local m
-    for m in "${FG_MISSING[@]}"; do echo "missing:      $m"; done
-    [ -n "$s" ] || echo "flame graphs: NONE available"
+    if command -v inferno-flamegraph >/dev/null 2>&1; then echo "flame graphs: SVG with inferno"; any=1; fi
+    if fg_pl flamegraph.pl >/dev/null; then echo "flame graphs: SVG with FlameGraph"; any=1; fi
+    for m in perf-d3 inferno flamegraph-pl; do
+        pick_flamegraph_tool "$m" || echo "missing:      ${FG_MISSING[0]}"
+    done
+    [ "$any" -eq 1 ] || echo "flame graphs: NONE available (perf's flamegraph script needs the d3-flame-graph template: npm install -g $D3_TEMPLATE_PKG)"
     if [ $# -gt 0 ]; then
         if probe_python "$@"; then
             local verdict
@@ -948,6 +965,40 @@ def main(data_in, search, host_dir, data_out):
 sys.exit(main(*sys.argv[1:5]))
 '
 
+# ------------------------------------------------------------------ --pid
+# The switching signal is opt-in per process (PYPERFINJECT_SIGNAL); read it
+# from the process's environment rather than guessing a signal that the
+# program may use for something else.
+cmd_pid() {
+    local pid=${1:-} action=${2:-}
+    [[ $pid =~ ^[0-9]+$ ]] || usage_error "--pid needs a process id"
+    case "$action" in on | off | status) ;; *) usage_error "--pid PID on|off|status" ;; esac
+    [ -r "/proc/$pid/environ" ] ||
+        die "cannot read /proc/$pid/environ (no such process, or it belongs to another user)"
+    local sig
+    sig=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^PYPERFINJECT_SIGNAL=//p' | tail -n 1)
+    case "${sig,,}" in
+    "" | none | 0)
+        die "process $pid was not started with PYPERFINJECT_SIGNAL set; switching from outside is opt-in (start it with PYPERFINJECT_SIGNAL=USR2)" ;;
+    esac
+    sig=${sig#[Ss][Ii][Gg]}
+    if ! grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null; then
+        die "process $pid has no libpyperfinject loaded"
+    fi
+    if [ "$action" = status ]; then
+        echo "process $pid: libpyperfinject loaded, switching signal SIG${sig^^}"
+        return 0
+    fi
+    command -v kill >/dev/null || die "kill(1) is missing"
+    local value=1
+    [ "$action" = off ] && value=0
+    # util-linux kill: -q sends the signal with a sigqueue value.
+    /bin/kill -q "$value" -s "${sig^^}" "$pid" 2>/dev/null ||
+        kill -q "$value" -s "${sig^^}" "$pid" ||
+        die "could not signal process $pid"
+    note "asked process $pid to switch profiling $action (SIG${sig^^}, value $value)"
+}
+
 # ------------------------------------------------------------------ main
 main() {
     case "${1:-}" in
@@ -955,6 +1006,7 @@ main() {
     -h | --help) usage; exit 0 ;;
     --version) echo "pyperf-run $(version)"; exit 0 ;;
     --print-lib) find_lib; exit 0 ;;
+    --pid) shift; cmd_pid "$@" ;;
     record) shift; cmd_record "$@" ;;
     report) shift; cmd_report "$@" ;;
     import) shift; cmd_import "$@" ;;

@@ -834,6 +834,48 @@ def notes_status(matrix, label, name):
     return None
 
 
+def run_pid_switch(runner, interps, work):
+    """pyperf-run --pid PID off/on switches a running process from outside."""
+    name = "pyperf-run --pid"
+    candidates = [i for i in interps if i.kind in ("pyenv", "debian") and not is_emulated(i)]
+    candidates = [i for i in candidates if i.probe()["version"] >= (3, 8)]
+    if not candidates:
+        return [("SKIP", name, "no local CPython 3.8+ to run")]
+    interp = candidates[-1]
+    env = dict(os.environ, PYPERFINJECT_DIR=work, PYPERFINJECT_SIGNAL="USR2",
+               LD_PRELOAD=runner.host_lib)
+    proc = subprocess.Popen([interp.command, os.path.join(SCRIPTS, "longrun.py"), "3"],
+                            stdout=subprocess.PIPE, env=env, universal_newlines=True)
+    tool = os.path.join(ROOT, "pyperf-run.sh")
+    try:
+        proc.stdout.readline()
+
+        def switch(action):
+            time.sleep(0.4)
+            out = subprocess.run(["bash", tool, "--pid", str(proc.pid), action],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if out.returncode != 0:
+                raise Fail("pyperf-run --pid %s: %r" % (action, out.stderr[-200:]))
+            time.sleep(0.4)
+
+        switch("off")
+        switch("on")
+        rest = proc.communicate(timeout=60)[0]
+    except Fail as e:
+        proc.kill()
+        return [("FAIL", name, str(e))]
+    made = len(rest.split())
+    path, _ = only_map(work)
+    named = sorted(int(n.split(":")[2][4:]) for n in names_in(read_map(path))
+                   if n.startswith("py::gen_"))
+    gaps = [(a, b) for a, b in zip(named, named[1:]) if b != a + 1]
+    if len(gaps) != 1:
+        return [("FAIL", name, "expected one gap (the time it was off) in %d named of %d made, "
+                               "found %d" % (len(named), made, len(gaps)))]
+    return [("PASS", name, "functions %d-%d made while off are unnamed" %
+             (gaps[0][0] + 1, gaps[0][1] - 1))]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
@@ -896,6 +938,9 @@ def main():
         runner.guest, runner.lib = False, runner.host_lib
         if not args.only:
             for status, name, detail in run_non_python(runner, tempfile.mkdtemp(dir=base)):
+                report(status, "-", name, detail)
+            for status, name, detail in run_pid_switch(runner, interps,
+                                                       tempfile.mkdtemp(dir=base)):
                 report(status, "-", name, detail)
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,39 @@
+# install: the library, its public headers, pyperf-run, its man page and a
+# pkg-config file.
+#   make install   [PREFIX=/usr/local] [DESTDIR=] [BINDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=]
+#   make uninstall (same variables)
+# pyperf-run is installed with LIBDIR and the version written into it; it
+# also finds the library at ../lib next to itself, so a DESTDIR staging tree
+# runs as is.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL ?= install
+PYPERFINJECT_VERSION ?= $(or $(shell sed -n 's/^\#define PI_VERSION "\(.*\)"/\1/p' libpyperfinject/state.h 2>/dev/null),0.0.0)
+
+INSTALL_HEADERS := $(wildcard include/*.h)
+
+.PHONY: install uninstall
+install: $(BUILD)/libpyperfinject.so pyperf-run.sh pyperf-run.1 pyperfinject.pc.in
+	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)' '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
+	    '$(DESTDIR)$(PKGCONFIGDIR)' $(if $(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)')
+	$(INSTALL) -m 0755 $(BUILD)/libpyperfinject.so '$(DESTDIR)$(LIBDIR)/libpyperfinject.so'
+	$(if $(INSTALL_HEADERS),$(INSTALL) -m 0644 $(INSTALL_HEADERS) '$(DESTDIR)$(INCLUDEDIR)/')
+	sed -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperf-run.sh \
+	    >'$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
+	chmod 0755 '$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
+	mv -f '$(DESTDIR)$(BINDIR)/.pyperf-run.tmp' '$(DESTDIR)$(BINDIR)/pyperf-run'
+	sed -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperf-run.1 >'$(DESTDIR)$(MANDIR)/man1/pyperf-run.1'
+	chmod 0644 '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1'
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperfinject.pc.in >'$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc'
+	chmod 0644 '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc'
+
+uninstall:
+	rm -f '$(DESTDIR)$(LIBDIR)/libpyperfinject.so' '$(DESTDIR)$(BINDIR)/pyperf-run' \
+	    '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1' '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc' \
+	    $(foreach h,$(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)/$(notdir $(h))')

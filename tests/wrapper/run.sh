@@ -1,0 +1,631 @@
+#!/usr/bin/env bash
+# tests/wrapper/run.sh - pyperf-run end to end: exec/entrypoint mode, record,
+# report, flame graphs rendered in headless Chromium, containers (PID and
+# mount namespaces, after the process exited), make install/uninstall.
+#
+# Usage: run.sh [--smoke] [--only SUBSTRING]
+#   --smoke   what `make check` runs: recordings on the default python3 and a
+#             pyenv 3.8 only (without it: every CPython in
+#             build/interpreters.txt too)
+#   --only S  run only the tests whose name contains S
+#   PYPERF_RUN_UNDER_TEST=FILE tests another copy of pyperf-run.sh
+#
+# As root it first installs what is missing (Debian: chromium, linux-perf,
+# ShellCheck, pkgconf, groff-base; npm: the d3-flame-graph template into
+# $PYPERFINJECT_CACHE/npm). Artifacts (recordings, flame graphs, screenshots,
+# logs) go to build/wrapper-test/. A test that needs something absent is a
+# SKIP with the reason; a failed test keeps its files in build/wrapper-test/tmp.*.
+# The last line is "wrapper: N passed, N failed, N skipped".
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+export ROOT HERE
+export W="${PYPERF_RUN_UNDER_TEST:-$ROOT/pyperf-run.sh}"
+export APP="$HERE/app.py"
+export ART="$ROOT/build/wrapper-test"
+export CACHE="${PYPERFINJECT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyperfinject}"
+readonly D3_PKG=d3-flame-graph@4.1.3
+readonly SKIP_RC=77
+
+# ------------------------------------------------------------ test helpers
+# (used inside the per-test child process, which runs with set -e)
+skip_test() { echo "SKIP-REASON: $*"; exit "$SKIP_RC"; }
+die_test() { echo "FAILED: $*"; exit 1; }
+# expect_rc WANT CMD...: runs CMD (output to $T/out.txt), checks its status.
+expect_rc() {
+    local want=$1 rc=0
+    shift
+    "$@" >"$T/out.txt" 2>&1 || rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        cat "$T/out.txt"
+        die_test "exit status $rc, expected $want: $*"
+    fi
+}
+# expect_out PATTERN: the last expect_rc's output matches the ERE PATTERN.
+expect_out() {
+    grep -qE -- "$1" "$T/out.txt" || { cat "$T/out.txt"; die_test "output lacks /$1/"; }
+}
+has() { command -v "$1" >/dev/null 2>&1; }
+
+default_python() {
+    if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
+}
+
+# pyenv's root and one installed 3.8, if any ("ROOT VERSION").
+pyenv_38() {
+    local r v
+    for r in "$(pyenv root 2>/dev/null || true)" "${PYENV_ROOT:-}" "$HOME/.pyenv"; do
+        if [ -z "$r" ] || [ ! -d "$r/versions" ]; then continue; fi
+        v=$(find "$r/versions" -mindepth 1 -maxdepth 1 -name '3.8*' -printf '%f\n' 2>/dev/null | sort -V | tail -n 1)
+        if [ -n "$v" ] && [ -x "$r/versions/$v/bin/python" ]; then
+            echo "$r $v"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Frames of each sample, innermost first, one sample per line (perf script).
+sample_chains() {
+    perf script -i "$1" -F ip,sym 2>/dev/null | awk '
+        /^[[:space:]]*$/ { if (s != "") print s; s = ""; next }
+        { $1 = ""; s = s "|" substr($0, 2) }
+        END { if (s != "") print s }'
+}
+# The recording has a sample in which py::foo is called by py::bar.
+assert_foo_under_bar() {
+    local n
+    n=$(sample_chains "$1" | grep -cE '\|py::foo:[^|]*app\.py\|.*\|py::bar:[^|]*app\.py' || true)
+    echo "samples with py::foo called from py::bar: $n"
+    [ "$n" -gt 0 ] || die_test "no sample of $1 shows py::bar -> py::foo"
+}
+
+# render_and_check FILE PNG: opens FILE in headless Chromium (DevTools protocol
+# over a pipe), waits until py::foo and py::bar are drawn as visible labels in
+# the <svg>, and saves a screenshot of the whole graph to PNG.
+render_and_check() {
+    "$PYTHON_HELPER" "$HERE/browser_check.py" "$1" "$2" py::foo py::bar ||
+        die_test "Chromium does not show the Python names in $1"
+    [ "$(head -c 4 "$2" | od -An -c | tr -d ' ')" = "211PNG" ] || die_test "no PNG screenshot at $2"
+    [ "$(stat -c %s "$2")" -gt 10000 ] || die_test "the screenshot $2 is nearly empty"
+}
+
+# ------------------------------------------------------------------- tests
+test_shellcheck() {
+    has shellcheck || skip_test "shellcheck is not installed"
+    shellcheck "$W" "$HERE"/*.sh
+}
+
+# The browser check itself fails on a page that has the names only in a
+# tooltip and in its data.
+test_browser_check_negative() {
+    has chromium || skip_test "chromium is not installed"
+    cat >"$T/page.html" <<'EOF'
+<html><body><svg width="400" height="40"><g><title>py::foo py::bar</title>
+<rect width="400" height="20" fill="green"></rect></g></svg>
+<script>var data = {"n": "py::foo", "c": [{"n": "py::bar"}]};</script></body></html>
+EOF
+    BROWSER_CHECK_TIMEOUT=4 expect_rc 1 "$PYTHON_HELPER" "$HERE/browser_check.py" "$T/page.html" "$T/page.png" py::foo
+    expect_out 'not drawn: py::foo'
+}
+
+test_cli_usage() {
+    expect_rc 125 "$W"
+    expect_out 'Usage|pyperf-run record'
+    expect_rc 0 "$W" --help
+    expect_out 'pyperf-run record'
+    expect_rc 0 "$W" --version
+    expect_out '^pyperf-run [0-9]'
+    expect_rc 125 "$W" --bogus -- true
+    expect_out "unknown option '--bogus'"
+    expect_rc 125 "$W" record
+    expect_out 'no COMMAND'
+    expect_rc 125 "$W" record --freq x -- true
+    expect_out 'positive integer'
+    expect_rc 125 "$W" report
+    expect_out 'which recording'
+    expect_rc 125 "$W" report "$T/nothing-here"
+    expect_out 'holds no recording'
+}
+
+test_library_discovery() {
+    local lib
+    lib=$(readlink -f "$ROOT/build/libpyperfinject.so")
+    expect_rc 0 "$W" --print-lib
+    [ "$(cat "$T/out.txt")" = "$lib" ] || die_test "--print-lib: $(cat "$T/out.txt"), expected $lib"
+    # Through a symlink elsewhere: still the build tree next to the script.
+    ln -s "$W" "$T/pyperf-run"
+    expect_rc 0 "$T/pyperf-run" --print-lib
+    [ "$(cat "$T/out.txt")" = "$lib" ] || die_test "via a symlink: $(cat "$T/out.txt")"
+    cp "$lib" "$T/other.so"
+    PYPERFINJECT_LIB="$T/other.so" expect_rc 0 "$W" --print-lib
+    expect_out "^$T/other.so\$"
+    PYPERFINJECT_LIB=/nonexistent/lib.so expect_rc 125 "$W" -- true
+    expect_out 'PYPERFINJECT_LIB=/nonexistent/lib.so is not a file'
+    local d
+    for d in /usr/local/lib /usr/local/lib64 "/usr/lib/$(uname -m)-linux-gnu" /usr/lib64 /usr/lib; do
+        [ ! -e "$d/libpyperfinject.so" ] || skip_test "a system copy $d/libpyperfinject.so exists, so 'not found' cannot be shown"
+    done
+    mkdir "$T/alone"
+    cp "$W" "$T/alone/pyperf-run"
+    expect_rc 125 "$T/alone/pyperf-run" -- true
+    expect_out 'libpyperfinject.so not found'
+    expect_out 'PYPERFINJECT_LIB='
+}
+
+test_exec_preload() {
+    local py libc lib
+    py=$(default_python)
+    lib=$(readlink -f "$ROOT/build/libpyperfinject.so")
+    libc=$(ldd /bin/true | awk '/libc\.so/ { print $3 }')
+    [ -f "$libc" ] || skip_test "cannot find libc for an existing LD_PRELOAD"
+    mkdir "$T/maps"
+    # Appended to an existing LD_PRELOAD, which stays first.
+    LD_PRELOAD=$libc PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$W" -- "$py" -c \
+        'import os; print("LD_PRELOAD=" + os.environ["LD_PRELOAD"])'
+    expect_out "^LD_PRELOAD=$libc:$lib\$"
+    # Not added twice.
+    # shellcheck disable=SC2016 # expanded by that sh
+    LD_PRELOAD=$lib expect_rc 0 "$W" -- sh -c 'echo "LD_PRELOAD=$LD_PRELOAD"'
+    expect_out "^LD_PRELOAD=$lib\$"
+    PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$W" "$py" "$APP" 1000
+    grep -q "py::foo:$APP" "$T"/maps/perf-*.map || die_test "no py::foo in the map the program wrote"
+    # --dir: one subdirectory per PID namespace.
+    expect_rc 0 "$W" --dir "$T/out" -- "$py" "$APP" 1000
+    grep -q "py::foo:$APP" "$T"/out/pidns-*/perf-*.map || die_test "--dir: no map under $T/out/pidns-*"
+}
+
+test_wraps_perf() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    # pyperf-run around the profiler: the program inherits the preload. perf
+    # report reads the map from /tmp, so the program writes there. (DWARF
+    # without perf inject: names for the innermost Python frame.)
+    touch "$T/marker"
+    expect_rc 0 env -u PYPERFINJECT_DIR "$W" perf record -q -F 999 --call-graph dwarf -e cpu-clock \
+        -o "$T/perf.data" -- "$py" "$APP"
+    perf report -i "$T/perf.data" --stdio --no-children --sort sym 2>/dev/null >"$T/report.txt"
+    local -a mine=()
+    mapfile -t mine < <(find /tmp -maxdepth 1 -newer "$T/marker" \( -name 'perf-*.map' -o -name 'jit-*.dump' \) \
+        -exec grep -l -F "$APP" {} + 2>/dev/null)
+    [ "${#mine[@]}" -eq 0 ] || rm -f -- "${mine[@]}"
+    grep -q "py::foo:$APP" "$T/report.txt" || { head -30 "$T/report.txt"; die_test "perf report shows no py::foo"; }
+}
+
+test_entrypoint_exit_status() {
+    local py
+    py=$(default_python)
+    expect_rc 3 "$W" -- "$py" -c 'import sys; sys.exit(3)'
+    expect_rc 3 "$W" -- sh -c 'exit 3'
+    expect_rc 143 "$W" -- "$py" -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'
+    expect_rc 127 "$W" -- /nonexistent/program
+    expect_out 'command not found'
+    expect_rc 126 "$W" -- "$APP"
+    expect_out 'not an executable file'
+    # record returns the profiled command's status too.
+    if perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null; then
+        expect_rc 3 "$W" record -o "$T/rec" -F 99 -- "$py" -c 'import sys; sys.exit(3)'
+        expect_out 'exited with status 3'
+    fi
+}
+
+test_entrypoint_signals() {
+    local py pid rc=0
+    py=$(default_python)
+    # exec: $! is the program itself, and SIGTERM reaches its handler.
+    "$W" -- "$py" -c '
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(30)
+' "$T/pid" &
+    pid=$!
+    for _ in $(seq 100); do [ -s "$T/pid" ] && break; sleep 0.1; done
+    [ -s "$T/pid" ] || die_test "the program did not start"
+    [ "$(cat "$T/pid")" = "$pid" ] || die_test "pid $(cat "$T/pid") is not the one started ($pid): pyperf-run did not exec"
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 7 ] || die_test "exit status $rc after SIGTERM, expected the handler's 7"
+    echo "SIGTERM reached the program's handler (status 7); pid preserved"
+    # As a container's PID 1.
+    has unshare || skip_test "unshare is not installed"
+    expect_rc 0 unshare --pid --fork --mount-proc "$W" -- "$py" -c 'import os; print("pid=%d" % os.getpid())'
+    expect_out '^pid=1$'
+}
+
+# write_fake PATH IMPL VERSION FP: an interpreter that answers pyperf-run's
+# probe (python -E -s -S -c CODE) as IMPL VERSION and runs anything else
+# with a real python3.
+write_fake() {
+    # shellcheck disable=SC2016 # the $ are for the fake's own sh
+    printf '#!/bin/sh\nif [ "$1" = -E ]; then printf "%s\\t%s\\t%s\\tno\\t%%s\\n" "$0"; exit 0; fi\nexec %s "$@"\n' \
+        "$2" "$3" "$4" "$(default_python)" >"$1"
+    chmod +x "$1"
+}
+
+fake_interpreters() {
+    mkdir -p "$T/fp" "$T/pypy" "$T/py27"
+    write_fake "$T/fp/python3" cpython 3.12 yes
+    write_fake "$T/pypy/pypy3" pypy 3.10 no
+    write_fake "$T/py27/python2.7" cpython 2.7 no
+}
+
+test_interpreter_detection() {
+    fake_interpreters
+    local py
+    py=$(default_python)
+    expect_rc 0 "$W" check -- "$py"
+    expect_out "interpreter: +.*CPython 3\.[0-9]+ without frame pointers -> record uses --call-graph dwarf"
+    expect_rc 0 "$W" check -- "$T/fp/python3"
+    expect_out 'with frame pointers -> record uses --call-graph fp'
+    # A script whose shebang names the interpreter through env.
+    printf '#!/usr/bin/env python3\nprint("hi")\n' >"$T/script"
+    chmod +x "$T/script"
+    PATH="$T/fp:$PATH" expect_rc 0 "$W" check -- "$T/script"
+    expect_out 'with frame pointers'
+    expect_rc 0 "$W" check -- /bin/true
+    expect_out 'neither a Python interpreter nor a script'
+    # record refuses what the library cannot name.
+    expect_rc 125 "$W" record -o "$T/r1" -- "$T/pypy/pypy3" "$APP"
+    expect_out 'pypy 3.10, not CPython'
+    expect_rc 125 "$W" record -o "$T/r2" -- "$T/py27/python2.7" "$APP"
+    expect_out 'supports CPython 3.6-3.15'
+    # A pyenv shim is resolved by asking the interpreter.
+    local p
+    if p=$(pyenv_38); then
+        PYENV_VERSION=${p#* } PATH="${p%% *}/shims:$PATH" expect_rc 0 "$W" check -- python
+        expect_out "${p%% *}/versions/${p#* }/bin/python[0-9.]*: CPython 3\.8"
+    fi
+    # fp mode end to end (a fake frame-pointer CPython over a real one).
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here (fp recording)"
+    expect_rc 0 "$W" record -o "$T/fprec" -- "$T/fp/python3" "$APP" 200000
+    grep -q '^mode: fp' "$T/fprec/pyperf-run.txt" || die_test "fp interpreter not recorded with --call-graph fp"
+    grep -q -- '--call-graph fp' "$T/fprec/pyperf-run.txt" || die_test "no --call-graph fp"
+    [ -s "$T/fprec/perf.jit.data" ] || die_test "fp recording: no perf.jit.data"
+}
+
+test_perf_errors() {
+    local py
+    py=$(default_python)
+    PERF=/nonexistent/perf expect_rc 125 "$W" record -o "$T/r" -- "$py" "$APP"
+    expect_out 'perf is not installed'
+    expect_out 'apt-get install linux-perf'
+    # perf's own message when perf_event_open is refused.
+    cat >"$T/perf" <<'EOF'
+#!/bin/sh
+cat >&2 <<'MSG'
+Error:
+Access to performance monitoring and observability operations is limited.
+Consider adjusting /proc/sys/kernel/perf_event_paranoid setting to open
+access to performance monitoring and observability operations for processes
+without CAP_PERFMON, CAP_SYS_PTRACE or CAP_SYS_ADMIN Linux capability.
+MSG
+exit 255
+EOF
+    chmod 755 "$T/perf"
+    chmod 755 "$T"
+    if [ "$(id -u)" -eq 0 ]; then
+        PERF="$T/perf" expect_rc 125 "$W" record -o "$T/r" -- "$py" "$APP"
+        expect_out 'refused even for root'
+        expect_out 'seccomp'
+        has setpriv || skip_test "setpriv is not installed (the unprivileged message)"
+        PERF="$T/perf" expect_rc 125 setpriv --reuid=65534 --regid=65534 --clear-groups \
+            "$W" record -o /nonexistent/r -- "$py" "$APP"
+    else
+        PERF="$T/perf" expect_rc 125 "$W" record -o "$T/r" -- "$py" "$APP"
+    fi
+    expect_out 'kernel.perf_event_paranoid = '
+    expect_out 'sysctl kernel.perf_event_paranoid=2'
+    expect_out 'CAP_PERFMON'
+}
+
+# record_e2e LABEL PYTHON [ENV...]: the everyday command, then report and an
+# HTML flame graph checked in Chromium.
+record_e2e() {
+    local label=$1 py=$2
+    shift 2
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    mkdir "$T/cwd"
+    cd "$T/cwd"
+    env "$@" "$W" record -o rec -- "$py" "$APP" >"$T/record.txt" 2>&1 ||
+        { cat "$T/record.txt"; die_test "pyperf-run record failed"; }
+    cat "$T/record.txt"
+    local entries
+    entries=$(find . -mindepth 1 -maxdepth 1 -printf '%f ')
+    [ "$entries" = "rec " ] || die_test "the working directory got more than the output dir: $entries"
+    [ -s rec/perf.jit.data ] || die_test "no rec/perf.jit.data"
+    ls rec/jitted-*.so >/dev/null 2>&1 || die_test "no jitted-*.so in rec/"
+    grep -q 'pyperf-run report' "$T/record.txt" || die_test "no next step printed"
+    grep -q '^mode: dwarf' rec/pyperf-run.txt || grep -q '^mode: fp' rec/pyperf-run.txt || die_test "no mode recorded"
+    assert_foo_under_bar rec/perf.jit.data
+    "$W" report rec -- --stdio --no-children --sort sym >"$T/report.txt" 2>/dev/null ||
+        die_test "pyperf-run report failed"
+    grep -q "py::foo:$APP" "$T/report.txt" || die_test "pyperf-run report shows no py::foo"
+    # Flame graph, then what a person sees.
+    local tpl
+    tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "recording checked; no flame graph: the d3-flame-graph template could not be installed (npm install $D3_PKG)"
+    PYPERF_RUN_FLAMEGRAPH_TEMPLATE=$tpl "$W" report rec --flamegraph "$ART/flamegraph-$label.html" ||
+        die_test "pyperf-run report --flamegraph failed"
+    grep -q 'py::foo' "$ART/flamegraph-$label.html" || die_test "the flame graph file has no py::foo"
+    has chromium || skip_test "recording and flame graph checked; chromium is not installed to render it"
+    render_and_check "$ART/flamegraph-$label.html" "$ART/flamegraph-$label.png"
+}
+
+test_record_default_python3() {
+    record_e2e default-python3 "$(default_python)"
+}
+
+test_record_pyenv_3_8() {
+    local p
+    p=$(pyenv_38) || skip_test "no pyenv 3.8 installed"
+    # Through pyenv's shim, as a user would type it.
+    if [ -x "${p%% *}/shims/python" ]; then
+        record_e2e pyenv-3.8 python PYENV_VERSION="${p#* }" PATH="${p%% *}/shims:$PATH"
+    else
+        record_e2e pyenv-3.8 "${p%% *}/versions/${p#* }/bin/python"
+    fi
+    grep -q "versions/${p#* }/bin/python" rec/pyperf-run.txt || die_test "the shim was not resolved to pyenv's 3.8"
+}
+
+test_record_matrix() {
+    local label=$1 py=$2
+    record_e2e "$label" "$py"
+}
+
+test_flamegraph_svg() {
+    local tool=""
+    if has inferno-flamegraph && has inferno-collapse-perf; then tool=inferno; fi
+    if { [ -n "${FLAMEGRAPH_DIR:-}" ] && [ -x "$FLAMEGRAPH_DIR/flamegraph.pl" ]; } || has flamegraph.pl; then tool=FlameGraph; fi
+    [ -n "$tool" ] || skip_test "no SVG flame graph tool: inferno (a Rust crate) and FlameGraph (perl scripts) are not Debian packages; the HTML flame graph is checked instead"
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    expect_rc 0 "$W" record -o "$T/rec" --flamegraph "$ART/flamegraph.svg" -- "$(default_python)" "$APP"
+    expect_out "flame graph: .*flamegraph.svg \\(($tool)"
+    has chromium || skip_test "chromium is not installed to render the SVG"
+    render_and_check "$ART/flamegraph.svg" "$ART/flamegraph-svg.png"
+}
+
+# A program in its own PID and mount namespace (private /tmp), writing to a
+# host directory bind-mounted elsewhere; perf records from the host. After
+# the program exited, the host step makes the names resolve.
+test_namespace_host_step() {
+    has unshare || skip_test "unshare is not installed"
+    [ "$(id -u)" -eq 0 ] || skip_test "needs root for unshare --mount and mount"
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py out
+    py=$(default_python)
+    out="$T/profile"
+    mkdir -p "$out"
+    # The in-namespace program sees the host directory as /tmp/profile.
+    # shellcheck disable=SC2016 # arguments of that bash
+    perf record -q -F 999 -k CLOCK_MONOTONIC --call-graph dwarf,32768 -e cpu-clock -o "$out/perf.data" -- \
+        unshare --pid --fork --mount --mount-proc bash -c '
+            set -e
+            mount -t tmpfs tmpfs /tmp
+            mkdir /tmp/profile
+            mount --bind "$1" /tmp/profile
+            "$2" --dir /tmp/profile -- "$3" "$4"' ns "$out" "$W" "$py" "$APP" ||
+        die_test "the namespaced program failed"
+    local dump
+    dump=$(find "$out" -name 'jit-*.dump' | head -n 1)
+    [ -n "$dump" ] || die_test "the namespaced program wrote no jit dump to the mounted directory"
+    echo "namespaced program wrote $dump"
+    # Without the host step the names do not resolve (the test can fail).
+    perf inject --jit -i "$out/perf.data" -o "$T/plain.jit.data" 2>/dev/null
+    sample_chains "$T/plain.jit.data" >"$T/plain.chains"
+    if grep -q 'py::foo' "$T/plain.chains"; then
+        die_test "py::foo resolved without the host step: this test shows nothing"
+    fi
+    echo "without the host step: no py::foo"
+    expect_rc 0 "$W" import "$out"
+    cat "$T/out.txt"
+    expect_out 'namespace pid [0-9]+ .* -> host pid [0-9]+'
+    local hostpid
+    hostpid=$(sed -n 's/.*-> host pid \([0-9]*\).*/\1/p' "$T/out.txt" | head -n 1)
+    [ ! -d "/proc/$hostpid" ] || [ "$(cat "/proc/$hostpid/comm" 2>/dev/null)" != python3 ] ||
+        die_test "host pid $hostpid still runs python3"
+    assert_foo_under_bar "$out/perf.jit.data"
+    "$W" report "$out" -- --stdio --no-children --sort sym >"$T/report.txt" 2>/dev/null
+    grep -q "py::foo:$APP" "$T/report.txt" || die_test "host perf report shows no py::foo"
+    echo "host report after exit: $(grep -c 'py::' "$T/report.txt") lines with py::"
+    # The map for tools reading perf.data directly, at the host pid.
+    grep -q "py::foo:$APP" "/tmp/perf-$hostpid.map" || die_test "/tmp/perf-$hostpid.map lacks py::foo"
+    perf report -i "$out/perf.data" --stdio --no-children --sort sym >"$T/raw-report.txt" 2>/dev/null
+    grep -q "py::foo" "$T/raw-report.txt" ||
+        die_test "perf report on the raw perf.data shows no py::foo through /tmp/perf-$hostpid.map"
+    rm -f "/tmp/perf-$hostpid.map"
+}
+
+# The same in one command, as for docker: pyperf-run record -a on the host
+# while a "container" runs pyperf-run --dir as its entry point, writing to a
+# bind-mounted host directory (here: the recording's own).
+test_namespace_record() {
+    has unshare || skip_test "unshare is not installed"
+    [ "$(id -u)" -eq 0 ] || skip_test "needs root for unshare --mount, mount and perf record -a"
+    perf record -q -a -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record system-wide here"
+    mkdir "$T/rec"
+    # shellcheck disable=SC2016 # arguments of that bash
+    expect_rc 0 "$W" record -a -F 499 -o "$T/rec" -- unshare --pid --fork --mount --mount-proc bash -c '
+        mount -t tmpfs tmpfs /tmp && mkdir /tmp/profile && mount --bind "$0" /tmp/profile &&
+        exec "$1" --dir /tmp/profile -- "$2" "$3"' "$T/rec" "$W" "$(default_python)" "$APP"
+    expect_out 'namespace pid 1 .*/pidns-[0-9]+/jit-1.dump\) -> host pid [0-9]+'
+    assert_foo_under_bar "$T/rec/perf.jit.data"
+    rm -f /tmp/perf-"$(sed -n 's/.*-> host pid \([0-9]*\).*/\1/p' "$T/out.txt" | head -n 1)".map
+}
+
+test_install() {
+    local stage="$T/stage" prefix=/opt/pyperfinject-test
+    make -s -C "$ROOT" install DESTDIR="$stage" PREFIX="$prefix" >"$T/install.txt" 2>&1 ||
+        { cat "$T/install.txt"; die_test "make install failed"; }
+    local f h
+    for f in lib/libpyperfinject.so bin/pyperf-run share/man/man1/pyperf-run.1 lib/pkgconfig/pyperfinject.pc; do
+        [ -f "$stage$prefix/$f" ] || die_test "make install did not install $prefix/$f"
+    done
+    for h in "$ROOT"/include/*.h; do
+        [ -f "$h" ] || continue
+        cmp -s "$h" "$stage$prefix/include/$(basename "$h")" || die_test "header $(basename "$h") not installed"
+    done
+    [ -x "$stage$prefix/bin/pyperf-run" ] || die_test "pyperf-run is not executable"
+    # The installed script finds the installed library (not the build tree).
+    expect_rc 0 "$stage$prefix/bin/pyperf-run" --print-lib
+    expect_out "^$stage$prefix/lib/libpyperfinject.so\$"
+    expect_rc 0 "$stage$prefix/bin/pyperf-run" --version
+    expect_out '^pyperf-run [0-9]+\.[0-9]+'
+    grep -q "CONFIGURED_LIBDIR=\"$prefix/lib\"" "$stage$prefix/bin/pyperf-run" || die_test "libdir not substituted"
+    mkdir "$T/maps"
+    PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$stage$prefix/bin/pyperf-run" -- "$(default_python)" "$APP" 1000
+    grep -q "py::foo:$APP" "$T"/maps/perf-*.map || die_test "installed pyperf-run: no py::foo"
+    # pkg-config and a program built against the installed header and library.
+    if has pkg-config; then
+        local flags
+        flags=$(PKG_CONFIG_PATH="$stage$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" \
+            pkg-config --cflags --libs pyperfinject)
+        echo "pkg-config: $flags"
+        grep -q -- "-I$stage$prefix/include" <<<"$flags" || die_test "pkg-config --cflags: $flags"
+        grep -q -- "-lpyperfinject" <<<"$flags" || die_test "pkg-config --libs: $flags"
+        if [ -f "$ROOT/include/pyperfinject.h" ]; then
+            printf '#include <pyperfinject.h>\n#include <stdio.h>\nint main(void) { printf("api %%d state %%d\\n", pyperfinject_api_version(), pyperfinject_state()); return 0; }\n' >"$T/use.c"
+            # shellcheck disable=SC2086 # pkg-config output is a word list
+            cc -o "$T/use" "$T/use.c" $flags || die_test "cannot build against the installed library"
+            LD_LIBRARY_PATH="$stage$prefix/lib" expect_rc 0 "$T/use"
+            expect_out '^api [0-9]+ state -1$'
+        fi
+    else
+        echo "pkg-config is not installed: .pc not checked"
+    fi
+    if has groff; then
+        groff -man -ww -z "$stage$prefix/share/man/man1/pyperf-run.1" >"$T/groff.txt" 2>&1
+        [ ! -s "$T/groff.txt" ] || { cat "$T/groff.txt"; die_test "the man page has groff warnings"; }
+        MANWIDTH=80 man -l "$stage$prefix/share/man/man1/pyperf-run.1" >"$T/man.txt" 2>/dev/null
+        grep -q 'pyperf-run record' "$T/man.txt" ||
+            die_test "man -l does not show the page"
+    fi
+    make -s -C "$ROOT" uninstall DESTDIR="$stage" PREFIX="$prefix" >"$T/uninstall.txt" 2>&1 ||
+        { cat "$T/uninstall.txt"; die_test "make uninstall failed"; }
+    local left
+    left=$(find "$stage" -type f | sed "s|^$stage||")
+    [ -z "$left" ] || die_test "make uninstall left: $left"
+}
+
+# ------------------------------------------------------------------ driver
+if [ "${1:-}" = --one ]; then
+    name=$2
+    shift 2
+    T=$(mktemp -d "$ART/tmp.$name.XXXXXX")
+    # Programs run under the library write here unless a test says otherwise.
+    PYPERFINJECT_DIR=$T
+    export T PYPERFINJECT_DIR
+    cd "$T"
+    "test_$name" "$@"
+    exit 0
+fi
+
+smoke=0
+only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --smoke) smoke=1; shift ;;
+    --only) only=$2; shift 2 ;;
+    -h | --help) sed -n '2,19s/^# \{0,1\}//p' "$SELF"; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+
+passed=0
+failed=0
+skipped=0
+rm -rf "$ART"
+mkdir -p "$ART"
+
+pkg_missing() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || echo "$p"
+    done
+}
+
+provision() {
+    local -a missing=()
+    if has dpkg-query; then
+        mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux)
+    fi
+    if [ "${#missing[@]}" -gt 0 ]; then
+        if [ "$(id -u)" -eq 0 ]; then
+            echo "installing: ${missing[*]}"
+            export DEBIAN_FRONTEND=noninteractive
+            if ! apt-get install -y --no-install-recommends "${missing[@]}" >"$ART/apt.log" 2>&1; then
+                apt-get update >>"$ART/apt.log" 2>&1 || true
+                apt-get install -y --no-install-recommends "${missing[@]}" >>"$ART/apt.log" 2>&1 ||
+                    echo "could not install ${missing[*]} (see $ART/apt.log); dependent tests will skip"
+            fi
+        else
+            echo "missing (not root, not installing): ${missing[*]}"
+        fi
+    fi
+    # The d3-flame-graph template perf's flamegraph script needs, from npm.
+    local tpl="$CACHE/npm/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
+    if [ ! -f "$tpl" ] && has npm; then
+        mkdir -p "$CACHE/npm"
+        npm install --prefix "$CACHE/npm" --no-audit --no-fund --no-package-lock "$D3_PKG" \
+            >"$ART/npm.log" 2>&1 || echo "npm install $D3_PKG failed (see $ART/npm.log)"
+    fi
+    if [ -f "$tpl" ]; then echo "$tpl" >"$ART/d3-template"; fi
+    make -s -C "$ROOT" lib >"$ART/build.log" 2>&1 || { cat "$ART/build.log"; echo "build failed"; }
+}
+
+provision
+PYTHON_HELPER=$(default_python)
+export PYTHON_HELPER
+
+run_test() {
+    local name=$1 label=${2:-$1} rc=0 log
+    shift 2 2>/dev/null || shift
+    [ -z "$only" ] || [[ $label == *"$only"* ]] || return 0
+    log="$ART/$label.log"
+    local start=$SECONDS
+    timeout 180 bash "$SELF" --one "$name" "$@" >"$log" 2>&1 || rc=$?
+    # Keep a failed test's files (recordings) for a look; drop the others'.
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq "$SKIP_RC" ]; then rm -rf "$ART/tmp.$name".*; fi
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "PASS $label ($((SECONDS - start)) s)"
+    elif [ "$rc" -eq "$SKIP_RC" ]; then
+        skipped=$((skipped + 1))
+        echo "SKIP $label: $(sed -n 's/^SKIP-REASON: //p' "$log" | tail -n 1)"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $label (exit $rc; log $log):"
+        tail -n 15 "$log" | sed 's/^/    /'
+    fi
+}
+
+[ -f "$ROOT/build/libpyperfinject.so" ] || echo "build/libpyperfinject.so is missing: most tests will fail"
+run_test shellcheck
+run_test browser_check_negative
+run_test cli_usage
+run_test library_discovery
+run_test exec_preload
+run_test wraps_perf
+run_test entrypoint_exit_status
+run_test entrypoint_signals
+run_test interpreter_detection
+run_test perf_errors
+run_test record_default_python3
+run_test record_pyenv_3_8
+run_test flamegraph_svg
+run_test namespace_host_step
+run_test namespace_record
+run_test install
+if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in pyenv | debian | sid) ;; *) continue ;; esac
+        case "$label" in pyenv-2.*) continue ;; esac
+        run_test record_matrix "record_$label" "$label" "$cmd"
+    done <"$ROOT/build/interpreters.txt"
+fi
+echo "artifacts: $ART"
+echo "wrapper: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
