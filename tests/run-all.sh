@@ -110,7 +110,11 @@ else
     log=build/integration.log
     "$driver" tests/integration/run.py --interpreters build/interpreters.txt \
         ${CHECK_ONLY:+--only "$CHECK_ONLY"} | tee "$log"
+    rc=${PIPESTATUS[0]}
     add_counts "$(tail -n 1 "$log")"
+    if [ "$rc" -ne 0 ] && ! grep -q '[1-9][0-9]* failed' <<<"$(tail -n 1 "$log")"; then
+        fail "integration harness exited $rc"
+    fi
 fi
 
 # Suites with a runner of their own; each ends with "NAME: N passed, N failed,
@@ -121,7 +125,14 @@ for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
     stage "$suite"
     log=build/$(basename "$suite").log
     bash "$suite/run.sh" --smoke 2>&1 | tee "$log"
-    add_counts "$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        add_counts "$line"
+    fi
+    if [ "$rc" -ne 0 ] && { [ -z "$line" ] || grep -q ' 0 failed' <<<"$line"; }; then
+        fail "$suite/run.sh exited $rc"
+    fi
 done
 
 echo
