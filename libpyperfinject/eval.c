@@ -376,6 +376,25 @@ static void *hook_frame_throw(void *frame, int throwflag)
     return slow_frame_throw(frame, throwflag);
 }
 
+/* 3.6/3.7: the same, with the side table instead of co_extra. */
+static void *hook_frame_throw_side_table(void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    if (LIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
+                ~PI_ATTN_LOOKUP) == 0)) {
+        pi_pyobj *code = code_of(&s->hot, frame);
+        if (LIKELY(code != NULL)) {
+            struct pi_side_key key;
+            side_key(s, code, &key);
+            void *tramp = pi_sidetable_get(&s->side, &key);
+            if (LIKELY(tramp != NULL))
+                return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL,
+                                         s->hot.next_eval);
+        }
+    }
+    return slow_frame_throw(frame, throwflag);
+}
+
 /* The benchmark floor (PYPERFINJECT_PASSTHROUGH=1): what any PEP 523 hook
  * costs, with no trampoline, no lookup and no files. */
 static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throwflag)
@@ -405,6 +424,8 @@ void *pi_eval_hook_for(enum pi_hook_kind kind)
     if (pi_state.cfg.passthrough)
         return kind == PI_HOOK_FRAME_THROW ? (void *)passthrough_frame_throw
                                            : (void *)passthrough_tstate_frame_throw;
-    return kind == PI_HOOK_FRAME_THROW ? (void *)hook_frame_throw
-                                       : (void *)hook_tstate_frame_throw;
+    if (kind == PI_HOOK_FRAME_THROW)
+        return pi_state.abi.extra == PI_EXTRA_SIDE_TABLE ? (void *)hook_frame_throw_side_table
+                                                         : (void *)hook_frame_throw;
+    return (void *)hook_tstate_frame_throw;
 }

@@ -41,6 +41,20 @@ static int append(char *out, size_t *used, size_t cap, const char *src, size_t l
     size_t u = *used;
     size_t i = 0;
     while (i < len) {
+        /* Runs of printable ASCII (nearly every name) are copied whole. */
+        size_t run = 0;
+        while (i + run < len && s[i + run] >= 0x20 && s[i + run] < 0x7f)
+            run++;
+        if (run > 0) {
+            size_t room = cap - 1 - u;
+            size_t n = run < room ? run : room;
+            memcpy(out + u, s + i, n);
+            u += n;
+            i += n;
+            if (n < run)
+                break; /* out of room */
+            continue;
+        }
         size_t seq = utf8_sequence(s + i, len - i);
         if (seq == 1 && s[i] >= 0x20 && s[i] != 0x7f) {
             if (u + 1 >= cap)

@@ -3,32 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t hash(const void *code)
-{
-    uintptr_t x = (uintptr_t)code >> 4; /* objects are 16-byte aligned */
-    x ^= x >> 17;
-    x *= 0xed5ad4bbu;
-    x ^= x >> 11;
-    return (size_t)x;
-}
-
 static struct pi_side_entry *find(const struct pi_sidetable *t, const void *code)
 {
     size_t mask = t->capacity - 1;
-    for (size_t i = hash(code) & mask;; i = (i + 1) & mask)
+    for (size_t i = pi_side_hash(code) & mask;; i = (i + 1) & mask)
         if (t->slots[i].key.code == code || t->slots[i].key.code == NULL)
             return &t->slots[i];
-}
-
-void *pi_sidetable_get(const struct pi_sidetable *t, const struct pi_side_key *key)
-{
-    if (t->capacity == 0)
-        return NULL;
-    const struct pi_side_entry *e = find(t, key->code);
-    if (e->key.code == NULL || e->key.name != key->name || e->key.filename != key->filename ||
-        e->key.firstlineno != key->firstlineno)
-        return NULL;
-    return e->tramp;
 }
 
 static int grow(struct pi_sidetable *t)
