@@ -388,6 +388,25 @@ test_flamegraph_svg() {
     render_and_check "$ART/flamegraph.svg" "$ART/flamegraph-svg.png"
 }
 
+# The "container" gets a private tmpfs on /tmp, which hides anything the host
+# keeps under /tmp, this checkout included when it lives there (CI may clone
+# anywhere). So what the container runs is staged outside /tmp, and its
+# output directory is bind-mounted through /mnt before the tmpfs goes on.
+stage_container() {
+    STAGE=$(mktemp -d /var/tmp/pyperfinject-ns.XXXXXX)
+    cp "$W" "$STAGE/pyperf-run"
+    cp "$("$W" --print-lib)" "$STAGE/libpyperfinject.so"
+    cp "$APP" "$STAGE/app.py"
+    NS_W=$STAGE/pyperf-run
+    NS_APP=$STAGE/app.py
+    export PYPERFINJECT_LIB=$STAGE/libpyperfinject.so
+}
+
+unstage_container() {
+    unset PYPERFINJECT_LIB
+    rm -rf "$STAGE"
+}
+
 # A program in its own PID and mount namespace (private /tmp), writing to a
 # host directory bind-mounted elsewhere; perf records from the host. After
 # the program exited, the host step makes the names resolve.
@@ -399,16 +418,20 @@ test_namespace_host_step() {
     py=$(default_python)
     out="$T/profile"
     mkdir -p "$out"
+    stage_container
     # The in-namespace program sees the host directory as /tmp/profile.
     # shellcheck disable=SC2016 # arguments of that bash
     perf record -q -F 999 -k CLOCK_MONOTONIC --call-graph dwarf,32768 -e cpu-clock -o "$out/perf.data" -- \
         unshare --pid --fork --mount --mount-proc bash -c '
             set -e
+            mount --bind "$1" /mnt
             mount -t tmpfs tmpfs /tmp
             mkdir /tmp/profile
-            mount --bind "$1" /tmp/profile
-            "$2" --dir /tmp/profile -- "$3" "$4"' ns "$out" "$W" "$py" "$APP" ||
-        die_test "the namespaced program failed"
+            mount --move /mnt /tmp/profile
+            "$2" --dir /tmp/profile -- "$3" "$4"' ns "$out" "$NS_W" "$py" "$NS_APP" ||
+        { unstage_container; die_test "the namespaced program failed"; }
+    local APP=$NS_APP
+    unstage_container
     local dump
     dump=$(find "$out" -name 'jit-*.dump' | head -n 1)
     [ -n "$dump" ] || die_test "the namespaced program wrote no jit dump to the mounted directory"
@@ -447,10 +470,13 @@ test_namespace_record() {
     [ "$(id -u)" -eq 0 ] || skip_test "needs root for unshare --mount, mount and perf record -a"
     perf record -q -a -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record system-wide here"
     mkdir "$T/rec"
+    stage_container
     # shellcheck disable=SC2016 # arguments of that bash
     expect_rc 0 "$W" record -a -F 499 -o "$T/rec" -- unshare --pid --fork --mount --mount-proc bash -c '
-        mount -t tmpfs tmpfs /tmp && mkdir /tmp/profile && mount --bind "$0" /tmp/profile &&
-        exec "$1" --dir /tmp/profile -- "$2" "$3"' "$T/rec" "$W" "$(default_python)" "$APP"
+        mount --bind "$0" /mnt && mount -t tmpfs tmpfs /tmp && mkdir /tmp/profile &&
+        mount --move /mnt /tmp/profile &&
+        exec "$1" --dir /tmp/profile -- "$2" "$3"' "$T/rec" "$NS_W" "$(default_python)" "$NS_APP"
+    unstage_container
     expect_out 'namespace pid 1 .*/pidns-[0-9]+/jit-1.dump\) -> host pid [0-9]+'
     assert_foo_under_bar "$T/rec/perf.jit.data"
     rm -f /tmp/perf-"$(sed -n 's/.*-> host pid \([0-9]*\).*/\1/p' "$T/out.txt" | head -n 1)".map
