@@ -55,6 +55,17 @@ else
     skip "build with clang: clang is not installed"
 fi
 
+stage "build (aarch64 cross)"
+if command -v aarch64-linux-gnu-gcc >/dev/null; then
+    if make -s CC=aarch64-linux-gnu-gcc lib tools; then
+        pass "cross build for aarch64 (build-aarch64/libpyperfinject.so)"
+    else
+        fail "cross build for aarch64"
+    fi
+else
+    skip "cross build for aarch64: aarch64-linux-gnu-gcc is not installed"
+fi
+
 stage "exported symbols"
 if [ -f build/libpyperfinject.so ]; then
     extra=$(nm -D --defined-only build/libpyperfinject.so | awk '{print $3}' |
