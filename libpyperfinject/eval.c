@@ -87,6 +87,8 @@ static void read_names(struct pi_state *s, const void *code, struct names *out)
     const char *q = text_of(py, field(code, abi->co_qualname >= 0 ? abi->co_qualname : abi->co_name),
                             &qlen, &owned_q);
     const char *f = text_of(py, field(code, abi->co_filename), &flen, &owned_f);
+    if (f != NULL && flen == 0)
+        f = "?", flen = 1; /* perf needs a file name in DEBUG_INFO */
     /* Before 3.9 the main script's file name is as typed ("app.py"):
      * anchor relative names at the directory the process started in. */
     char path[PI_SYMBOL_MAX + 1];
@@ -165,7 +167,12 @@ static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
     if (s->abi.extra == PI_EXTRA_SIDE_TABLE) {
         struct pi_side_key key;
         side_key(s, code, &key);
-        return pi_sidetable_put(&s->side, &key, tramp);
+        if (pi_sidetable_put(&s->side, &key, tramp) != 0)
+            return -1;
+        /* Keep the code object: its address must not come back as another
+         * code object's while the entry exists (sidetable.h). */
+        s->py.IncRef(code);
+        return 0;
     }
     /* Serialised by our lock: the code-extra functions are not thread-safe
      * in free-threaded 3.13. */
@@ -237,17 +244,26 @@ void pi_after_fork_in_child(struct pi_state *s)
     pthread_mutex_lock(&s->lock);
     if (atomic_load(&s->hot.attention) & PI_ATTN_FORK) {
         s->pid = (long)getpid();
+        char err[512] = "";
+        int failed = 0, tried = 0;
         for (int i = 0; i < s->nbackends; i++) {
             struct pi_backend *b = &s->backends[i];
-            char err[512];
+            char why[512];
             if (b->failed)
                 continue;
-            if (b->ops->after_fork_child(b->self, s->cfg.dir, s->pid, s->cfg.copy_on_fork, err,
-                                         sizeof err) != 0) {
+            tried++;
+            if (b->ops->after_fork_child(b->self, s->cfg.dir, s->pid, s->cfg.copy_on_fork, why,
+                                         sizeof why) != 0) {
                 b->failed = 1;
-                pi_log(PI_LOG_WARN, "forked child %ld: %s", s->pid, err);
+                if (failed++ == 0)
+                    memcpy(err, why, sizeof err);
             }
         }
+        /* One line per problem: the first reason, and whether anything is
+         * still written. */
+        if (failed > 0)
+            pi_log(PI_LOG_WARN, "forked child %ld: %s%s", s->pid, err,
+                   failed == tried ? "; this process runs unprofiled" : "");
         atomic_fetch_and(&s->hot.attention, ~PI_ATTN_FORK);
     }
     pthread_mutex_unlock(&s->lock);

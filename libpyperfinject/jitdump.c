@@ -68,6 +68,9 @@ static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err
     size_t n = pi_jr_header(header, sizeof header, j->elf_mach, (uint32_t)pid, now_ns());
     if (n == 0 || pi_outfile_append(j->fd, header, n, 0) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", j->path, strerror(errno));
+        unlink(j->path); /* an empty dump would only mislead perf inject */
+        close(j->fd);
+        j->fd = -1;
         return -1;
     }
     j->size = n;

@@ -34,6 +34,7 @@ static const struct symbol symbols[] = {
     {F(UnicodeAsEncodedString), {"PyUnicode_AsEncodedString"}, 6, 99},
     {F(BytesAsString), {"PyBytes_AsString"}, 6, 99},
     {F(DecRef), {"Py_DecRef"}, 6, 99},
+    {F(IncRef), {"Py_IncRef"}, 6, 99},
     {F(ErrOccurred), {"PyErr_Occurred"}, 6, 99},
     {F(ErrFetch), {"PyErr_Fetch"}, 6, 99},
     {F(ErrRestore), {"PyErr_Restore"}, 6, 99},

@@ -32,6 +32,7 @@ struct pi_py {
     pi_pyobj *(*UnicodeAsEncodedString)(pi_pyobj *s, const char *enc, const char *errors);
     char *(*BytesAsString)(pi_pyobj *b);
     void (*DecRef)(pi_pyobj *o);
+    void (*IncRef)(pi_pyobj *o);
     pi_pyobj *(*ErrOccurred)(void);
     void (*ErrFetch)(pi_pyobj **type, pi_pyobj **value, pi_pyobj **tb);
     void (*ErrRestore)(pi_pyobj *type, pi_pyobj *value, pi_pyobj *tb);

@@ -1,10 +1,13 @@
 /* Code object -> trampoline, for interpreters without a safe code-extra API
  * (3.6/3.7: requesting an index from a preload crashes Py_EndInterpreter).
  *
- * Keyed by the code object's address and validated by its name and file name
- * objects and first line: a freed code object's address can be reused, and an
- * entry only counts if the new object would get the same symbol. Guarded by
- * the GIL (those versions have one GIL for all interpreters). */
+ * Keyed by the code object's address, which the table keeps valid: the
+ * caller holds a reference to every code object it records (eval.c), so an
+ * address is never reused for another code object. (Validating by the name
+ * and file objects alone was not enough: 64 threads exec'ing look-alike
+ * functions got freed objects' addresses back, names included.) The name,
+ * file and line are still compared, as a second check. Guarded by the GIL
+ * (those versions have one GIL for all interpreters). */
 #ifndef PI_SIDETABLE_H
 #define PI_SIDETABLE_H
 
