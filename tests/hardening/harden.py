@@ -1,0 +1,1382 @@
+#!/usr/bin/env python3
+"""Hardening tests: hostile file systems, bad input, SIGKILL, concurrency,
+processes, security (issue #8; docs/reliability.md).
+
+Each test runs real interpreters with the library preloaded (and, where
+the program's behaviour is compared, without it) and prints one line:
+
+    PASS|FAIL|SKIP  GROUP/TEST  INTERPRETER  detail
+
+A test that needs something absent (root, unshare, perf, an API of this
+interpreter) is a SKIP with the reason, never a PASS. The last line is
+"harden: N passed, N failed, N skipped".
+
+usage: harden.py [--smoke | --full] [--lib PATH] [--preload-prefix PATHS]
+                 [--checker PATH] [--interpreters FILE] [--only SUBSTRING]
+                 [--interp SUBSTRING] [--keep]
+  --smoke            representative interpreters per test (what `make check` runs)
+  --full             every CPython 3 interpreter of the matrix, more seeds
+  --lib              the library to preload (default build/libpyperfinject.so)
+  --preload-prefix   put these paths first in LD_PRELOAD (a sanitizer runtime)
+  --checker          the jitdump checker (default build/jitdump-check)
+  --only A,B         tests named A or B exactly, or whose name contains A or B
+  --interp S         the interpreter labelled S, or those whose label contains S
+                     (every selected test runs on it, whatever its smoke roles)
+"""
+import argparse
+import errno
+import os
+import random
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCRIPTS = os.path.join(HERE, "scripts")
+MAP_LINE = re.compile(rb"^([0-9a-f]+) ([0-9a-f]+) (py::.*)$")
+SYMBOL_MAX = 1000
+TIMEOUT = 240
+NOBODY = 65534
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+# --------------------------------------------------------------- interpreters
+
+class Interp(object):
+    def __init__(self, label, command, kind):
+        self.label, self.command, self.kind = label, command, kind
+        self._version = None
+
+    @property
+    def version(self):
+        if self._version is None:
+            out = subprocess.run([self.command, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            if out.returncode != 0:
+                raise Skip("interpreter does not start: %r" % out.stderr[-200:])
+            self._version = tuple(int(x) for x in out.stdout.split())
+        return self._version
+
+
+def discover(path):
+    if path and os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+    else:
+        text = subprocess.run(["bash", os.path.join(ROOT, "tests", "provision", "interpreters.sh")],
+                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+    found = []
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] and not parts[0].startswith("#"):
+            found.append(Interp(*parts))
+    return found
+
+
+def roles(interps):
+    """Representative interpreters for --smoke: the Debian system python
+    (static libpython), the oldest and the newest pyenv build (3.6: watcher
+    thread and side table), the newest sid build (tagged frames)."""
+    usable = [i for i in interps if not i.kind.startswith("arm64") and "2.7" not in i.label]
+    by_kind = {}
+    for i in usable:
+        by_kind.setdefault(i.kind, []).append(i)
+
+    def key(i):
+        try:
+            return i.version
+        except Skip:
+            return (0, 0)
+    pick = {}
+    if by_kind.get("debian"):
+        pick["debian"] = by_kind["debian"][0]
+    if by_kind.get("debian-dbg"):
+        pick["debian-dbg"] = by_kind["debian-dbg"][0]
+    pyenv = sorted(by_kind.get("pyenv", []), key=key)
+    pyenv = [i for i in pyenv if key(i) >= (3, 6)]
+    if pyenv:
+        pick["oldest"] = pyenv[0]
+        pick["newest-pyenv"] = pyenv[-1]
+    sid = sorted(by_kind.get("sid", []), key=key)
+    if sid:
+        pick["newest-sid"] = sid[-1]
+    return usable, pick
+
+
+# -------------------------------------------------------------------- running
+
+class Result(object):
+    def __init__(self, rc, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = rc, stdout, stderr
+
+
+class Ctx(object):
+    def __init__(self, args):
+        self.lib = os.path.abspath(args.lib)
+        self.prefix = args.preload_prefix.split() if args.preload_prefix else []
+        self.checker = os.path.abspath(args.checker)
+        self.full = args.full
+        self.base = tempfile.mkdtemp(prefix="pyperfinject-hard-")
+        os.chmod(self.base, 0o755)
+
+    def preload(self):
+        return " ".join(self.prefix + [self.lib])
+
+    def env(self, preload, extra=None):
+        env = dict(os.environ)
+        for key in list(env):
+            if key.startswith("PYPERFINJECT") or key.startswith("PYTHON") or key == "LD_PRELOAD":
+                del env[key]
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        if preload:
+            env["LD_PRELOAD"] = self.preload()
+        env.update(extra or {})
+        return env
+
+    def run(self, argv, preload, outdir, extra=None, cwd=None, timeout=TIMEOUT, preexec=None):
+        env = self.env(preload, dict({"PYPERFINJECT_DIR": outdir}, **(extra or {})))
+        try:
+            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                               cwd=cwd or outdir, timeout=timeout, preexec_fn=preexec)
+        except subprocess.TimeoutExpired:
+            raise Fail("timed out after %ds (deadlock?): %s" % (timeout, " ".join(argv)[:200]))
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    def planted(self, argv, outdir, plant, extra=None, cwd=None, timeout=TIMEOUT):
+        """Runs argv (preloaded) in a child whose pid is known before it
+        execs: plant(pid) prepares the output directory first."""
+        env = self.env(True, dict({"PYPERFINJECT_DIR": outdir}, **(extra or {})))
+        io = tempfile.mkdtemp(dir=self.base)
+        out_path, err_path = os.path.join(io, "out"), os.path.join(io, "err")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(w)
+                os.read(r, 1)
+                fd = os.open(out_path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.dup2(fd, 1)
+                fd = os.open(err_path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.dup2(fd, 2)
+                os.chdir(cwd or outdir)
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        os.close(r)
+        try:
+            plant(pid)
+        finally:
+            os.write(w, b"x")
+            os.close(w)
+        deadline = time.time() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.time() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise Fail("timed out after %ds (deadlock?)" % timeout)
+            time.sleep(0.01)
+        rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+        with open(out_path, "rb") as f:
+            out = f.read()
+        with open(err_path, "rb") as f:
+            err = f.read()
+        shutil.rmtree(io, ignore_errors=True)
+        return Result(rc, out, err), pid
+
+
+def ours(stderr):
+    """The library's lines in stderr, and stderr without them."""
+    mine, rest = [], []
+    for line in stderr.splitlines(True):
+        (mine if line.startswith(b"pyperfinject: ") else rest).append(line)
+    return [l.rstrip(b"\n").decode("utf-8", "replace") for l in mine], b"".join(rest)
+
+
+def same_program(plain, pre, what, max_lines=1, must=None):
+    """The program did not notice the library: same status, stdout and
+    stderr apart from at most max_lines 'pyperfinject:' lines (each
+    containing `must`, if given). Returns the library's lines."""
+    mine, rest = ours(pre.stderr)
+    if pre.returncode != plain.returncode:
+        raise Fail("%s: exit status %d with the library, %d without; stderr %r" %
+                   (what, pre.returncode, plain.returncode, pre.stderr[-300:]))
+    if pre.stdout != plain.stdout:
+        raise Fail("%s: stdout differs: %r vs %r" % (what, pre.stdout[-200:], plain.stdout[-200:]))
+    if rest != plain.stderr:
+        raise Fail("%s: stderr differs beyond pyperfinject lines: %r vs %r" %
+                   (what, rest[-300:], plain.stderr[-300:]))
+    if len(mine) > max_lines:
+        raise Fail("%s: %d pyperfinject lines (at most %d): %s" % (what, len(mine), max_lines,
+                                                                   " | ".join(mine)[:400]))
+    for line in mine:
+        if must and not re.search(must, line):
+            raise Fail("%s: warning %r does not match /%s/" % (what, line, must))
+    return mine
+
+
+def read_map(path, allow_partial_tail=False):
+    """Strictly parsed map: every line 'START SIZE py::...', UTF-8, no
+    control characters, symbol at most SYMBOL_MAX bytes. Returns (entries,
+    partial tail bytes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    tail = b""
+    if data and not data.endswith(b"\n"):
+        if not allow_partial_tail:
+            raise Fail("%s does not end with a newline: %r" % (os.path.basename(path), data[-80:]))
+        data, tail = data[:data.rfind(b"\n") + 1], data[data.rfind(b"\n") + 1:]
+    entries = []
+    for raw in data.splitlines():
+        m = MAP_LINE.match(raw)
+        if not m:
+            raise Fail("malformed map line in %s: %r" % (os.path.basename(path), raw[:160]))
+        try:
+            sym = m.group(3).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Fail("map line is not UTF-8: %r" % raw[:160])
+        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in sym):
+            raise Fail("control character in map line: %r" % raw[:160])
+        if len(m.group(3)) > SYMBOL_MAX:
+            raise Fail("symbol of %d bytes (limit %d)" % (len(m.group(3)), SYMBOL_MAX))
+        entries.append((int(m.group(1), 16), int(m.group(2), 16), sym))
+    return entries, tail
+
+
+def no_overlap(entries, what):
+    spans = sorted((s, s + n, name) for s, n, name in entries)
+    for a, b in zip(spans, spans[1:]):
+        if b[0] < a[1]:
+            raise Fail("%s: overlapping entries %r and %r" % (what, a[2][:60], b[2][:60]))
+
+
+def check_dump(ctx, path, pid=None, allow_truncated=False, expect=()):
+    """Runs the dump checker; returns the loads [(index, addr, size, name)]."""
+    if not os.path.exists(ctx.checker):
+        raise Fail("%s is not built" % ctx.checker)
+    argv = [ctx.checker, "--list"] + (["--allow-truncated"] if allow_truncated else [])
+    argv += ["--pid", str(pid)] if pid else []
+    for pattern in expect:
+        argv += ["--expect", pattern]
+    out = subprocess.run(argv + [path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if out.returncode != 0:
+        raise Fail("jitdump-check %s: %s" % (os.path.basename(path),
+                                             out.stdout.decode("utf-8", "replace")[-600:]))
+    loads = []
+    for line in out.stdout.split(b"\n"):
+        if line.startswith(b"load "):
+            parts = line.split(b" ", 4)
+            loads.append((int(parts[1]), int(parts[2], 16), int(parts[3]),
+                          parts[4].decode("utf-8", "replace") if len(parts) > 4 else ""))
+    return loads
+
+
+def files_of(outdir, pid):
+    return (os.path.join(outdir, "perf-%d.map" % pid), os.path.join(outdir, "jit-%d.dump" % pid))
+
+
+def only_pid(outdir):
+    maps = [f for f in os.listdir(outdir) if f.startswith("perf-") and f.endswith(".map")]
+    if len(maps) != 1:
+        raise Fail("expected one perf map in the output directory, found %s" % sorted(maps))
+    return int(maps[0][5:-4])
+
+
+def check_process_files(ctx, outdir, pid, expect_names=(), allow_partial=False):
+    """The map and the dump of one process: valid, consistent, no overlap;
+    every expected name (substring) in both. Returns the map names."""
+    mpath, dpath = files_of(outdir, pid)
+    if not os.path.exists(mpath):
+        raise Fail("no perf map for pid %d" % pid)
+    entries, _ = read_map(mpath, allow_partial)
+    no_overlap(entries, "perf-%d.map" % pid)
+    if len(set(e[0] for e in entries)) != len(entries):
+        raise Fail("perf-%d.map names an address twice" % pid)
+    if not os.path.exists(dpath):
+        raise Fail("no jitdump for pid %d" % pid)
+    loads = check_dump(ctx, dpath, pid=pid, allow_truncated=allow_partial)
+    map_names = sorted(e[2] for e in entries)
+    dump_names = sorted(l[3] for l in loads)
+    if not allow_partial and map_names != dump_names:
+        missing = set(map_names) ^ set(dump_names)
+        raise Fail("pid %d: map (%d) and dump (%d) name different functions, e.g. %r" %
+                   (pid, len(map_names), len(dump_names), sorted(missing)[:3]))
+    joined = "\n".join(map_names)
+    for want in expect_names:
+        if want not in joined:
+            raise Fail("pid %d: %r is not named" % (pid, want))
+    return map_names
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def need_root(what):
+    if os.geteuid() != 0:
+        raise Skip("%s needs root" % what)
+
+
+def in_namespace(mount_cmds, argv):
+    """argv inside a private mount namespace after `mount_cmds` (sh); exit
+    99 if mounting fails."""
+    if shutil.which("unshare") is None:
+        raise Skip("unshare(1) is not installed")
+    need_root("a private mount namespace")
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            "%s || exit 99; exec \"$@\"" % mount_cmds, "sh"] + argv
+
+
+# ================================================================ 1. file system
+
+
+
+def workload(interp):
+    return [interp.command, script("churn.py"), "30"]
+
+
+def plant_test(ctx, interp, work, plant, expect_warning, which):
+    """Runs the workload with `plant(dir, pid)` done first; checks the
+    program is unchanged, one warning, and the planted objects intact."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    plain = ctx.run(workload(interp), False, out)
+    state = {}
+    pre, pid = ctx.planted(workload(interp), out, lambda pid: state.update(plant(out, pid) or {}))
+    mine = same_program(plain, pre, "planted " + which, 1, expect_warning)
+    if not mine:
+        raise Fail("no warning although %s was planted" % which)
+    verify = state.get("verify")
+    if verify:
+        verify()
+    return pid, mine
+
+
+def victim(work, content=b"victim\n"):
+    path = os.path.join(work, "victim.txt")
+    with open(path, "wb") as f:
+        f.write(content)
+    st = os.stat(path)
+    return path, (st.st_size, st.st_mtime_ns, content)
+
+
+def unchanged(path, before):
+    with open(path, "rb") as f:
+        data = f.read()
+    st = os.stat(path)
+    if (st.st_size, st.st_mtime_ns, data) != before:
+        raise Fail("the planted target %s was changed: %r" % (path, data[:80]))
+
+
+def t_symlink(which):
+    def test(ctx, interp, work):
+        vpath, before = victim(work)
+
+        def plant(out, pid):
+            mpath, dpath = files_of(out, pid)
+            links = {"map": [mpath], "dump": [dpath], "both": [mpath, dpath]}[which]
+            for l in links:
+                os.symlink(vpath, l)
+
+            def verify():
+                unchanged(vpath, before)
+                for l in links:
+                    if not os.path.islink(l) or os.readlink(l) != vpath:
+                        raise Fail("the planted link %s was replaced" % l)
+                other = {"map": dpath, "dump": mpath}.get(which)
+                if other:  # the other output carries on
+                    check_process_files_one(ctx, other, pid)
+            return {"verify": verify}
+        pid, mine = plant_test(ctx, interp, work, plant, r"symbolic link|refusing|Too many levels",
+                               "a symlink at the %s path" % which)
+        return mine[0][:90]
+    return test
+
+
+def check_process_files_one(ctx, path, pid):
+    if path.endswith(".map"):
+        entries, _ = read_map(path)
+        if not entries:
+            raise Fail("%s is empty" % path)
+    else:
+        if not check_dump(ctx, path, pid=pid):
+            raise Fail("%s has no loads" % path)
+
+
+def t_dangling(ctx, interp, work):
+    target = os.path.join(work, "created-through-link")
+
+    def plant(out, pid):
+        for p in files_of(out, pid):
+            os.symlink(target + os.path.basename(p), p)
+
+        def verify():
+            left = [f for f in os.listdir(work) if f.startswith("created-through-link")]
+            if left:
+                raise Fail("a file was created through a dangling link: %s" % left)
+        return {"verify": verify}
+    _, mine = plant_test(ctx, interp, work, plant, r"symbolic link|refusing", "dangling symlinks")
+    return mine[0][:90]
+
+
+def t_hardlink(ctx, interp, work):
+    vpath, before = victim(work)
+
+    def plant(out, pid):
+        for p in files_of(out, pid):
+            os.link(vpath, p)
+        return {"verify": lambda: unchanged(vpath, before)}
+    _, mine = plant_test(ctx, interp, work, plant, r"hard links|refusing", "hard links")
+    return mine[0][:90]
+
+
+def t_fifo_dir(ctx, interp, work):
+    def plant(out, pid):
+        mpath, dpath = files_of(out, pid)
+        os.mkfifo(mpath, 0o600)
+        os.mkdir(dpath)
+
+        def verify():
+            if not stat.S_ISFIFO(os.lstat(mpath).st_mode) or not os.path.isdir(dpath):
+                raise Fail("the planted fifo/directory was replaced")
+        return {"verify": verify}
+    _, mine = plant_test(ctx, interp, work, plant, r"not a regular file|Is a directory|refusing",
+                         "a fifo and a directory")
+    return mine[0][:90]
+
+
+def t_other_owner(ctx, interp, work):
+    need_root("chown to another user")
+
+    def plant(out, pid):
+        saved = []
+        for p in files_of(out, pid):
+            with open(p, "wb") as f:
+                f.write(b"belongs to nobody\n")
+            os.chown(p, NOBODY, NOBODY)
+            os.chmod(p, 0o666)
+            saved.append((p, os.stat(p).st_mtime_ns))
+
+        def verify():
+            for p, mtime in saved:
+                st = os.stat(p)
+                with open(p, "rb") as f:
+                    if f.read() != b"belongs to nobody\n" or st.st_uid != NOBODY or \
+                            st.st_mtime_ns != mtime or stat.S_IMODE(st.st_mode) != 0o666:
+                        raise Fail("another user's file %s was modified" % p)
+        return {"verify": verify}
+    _, mine = plant_test(ctx, interp, work, plant, r"owned by another user|refusing",
+                         "files owned by another user")
+    return mine[0][:90]
+
+
+def t_stale_own(ctx, interp, work):
+    """A stale file of ours from an earlier process with the same pid is
+    emptied, then written."""
+    def plant(out, pid):
+        for p in files_of(out, pid):
+            with open(p, "wb") as f:
+                f.write(b"stale garbage \x00\xff line without newline" * 100)
+            os.chmod(p, 0o644)
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    pre, pid = ctx.planted(workload(interp), out, lambda pid: plant(out, pid))
+    if pre.returncode != 0 or ours(pre.stderr)[0]:
+        raise Fail("rc %d, stderr %r" % (pre.returncode, pre.stderr[-300:]))
+    names = check_process_files(ctx, out, pid, ["py::churn_0_29:<churn>"])
+    for p in files_of(out, pid):
+        if stat.S_IMODE(os.stat(p).st_mode) != 0o600:
+            raise Fail("%s is not 0600 after reuse" % p)
+    return "%d names, stale content gone" % len(names)
+
+
+def t_readonly(ctx, interp, work):
+    out = os.path.join(work, "ro")
+    os.mkdir(out)
+    argv = workload(interp)
+    plain = ctx.run(argv, False, out)
+    pre = ctx.run(in_namespace('mount -t tmpfs -o ro,size=64k none "%s"' % out, argv), True, out)
+    if pre.returncode == 99:
+        raise Skip("cannot mount a tmpfs here: %r" % pre.stderr[-200:])
+    mine = same_program(plain, pre, "read-only directory", 1, r"Read-only file system")
+    if not mine:
+        raise Fail("no warning for a read-only directory")
+    return mine[0][:90]
+
+
+def t_unwritable_unprivileged(ctx, interp, work):
+    """An unprivileged process and a root-owned 0755 directory."""
+    need_root("running as another user")
+    if shutil.which("setpriv") is None:
+        raise Skip("setpriv(1) is not installed")
+    if not os.access(interp.command, os.X_OK) or interp.command.startswith("/root/"):
+        raise Skip("%s is not reachable by an unprivileged user" % interp.command)
+    out = os.path.join(work, "rootdir")
+    os.mkdir(out, 0o755)
+    argv = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+            interp.command, script("churn.py"), "30"]
+    plain = ctx.run(argv, False, out, cwd="/")
+    pre = ctx.run(argv, True, out, cwd="/")
+    mine = same_program(plain, pre, "unwritable directory", 1, r"Permission denied")
+    if not mine or os.listdir(out):
+        raise Fail("expected one warning and no files, got %s, %s" % (mine, os.listdir(out)))
+    return mine[0][:90]
+
+
+def tmpfs_run(ctx, interp, work, size, fill, count):
+    mnt = os.path.join(work, "small")
+    got = os.path.join(work, "got")
+    os.mkdir(mnt)
+    os.mkdir(got)
+    argv = [interp.command, script("churn.py"), str(count)]
+    fill_cmd = ' && dd if=/dev/zero of="%s/fill" bs=4k 2>/dev/null; true' % mnt if fill else ""
+    shell = ('mount -t tmpfs -o size=%s none "%s"%s' % (size, mnt, fill_cmd))
+    wrapped = in_namespace(shell, ["sh", "-c", '"$@"; rc=$?; cp -a "%s"/. "%s"/; exit $rc' %
+                                   (mnt, got), "sh"] + argv)
+    plain = ctx.run(argv, False, got)
+    pre = ctx.run(wrapped, True, mnt, cwd=work)
+    if pre.returncode == 99:
+        raise Skip("cannot mount a tmpfs here: %r" % pre.stderr[-200:])
+    return plain, pre, got
+
+
+def t_enospc_start(ctx, interp, work):
+    plain, pre, got = tmpfs_run(ctx, interp, work, "64k", True, 200)
+    mine = same_program(plain, pre, "full directory", 2, r"No space left")
+    if not mine:
+        raise Fail("no warning although the directory is full")
+    problems = []
+    for name in sorted(os.listdir(got)):
+        path = os.path.join(got, name)
+        if name.startswith("perf-"):
+            read_map(path)
+        elif name.startswith("jit-") and os.path.getsize(path) > 0:
+            check_dump(ctx, path)
+        elif name.startswith("jit-"):
+            problems.append("an empty %s is left behind" % name)
+    if problems:
+        raise Fail("; ".join(problems) + " (warnings: %s)" % " | ".join(mine))
+    return " | ".join(mine)[:120]
+
+
+def t_enospc_midway(ctx, interp, work):
+    plain, pre, got = tmpfs_run(ctx, interp, work, "256k", False, 3000)
+    mine = same_program(plain, pre, "disk full while running", 2, r"No space left")
+    if not mine:
+        raise Fail("no warning although the disk filled up")
+    pid = only_pid(got)
+    mpath, dpath = files_of(got, pid)
+    entries, _ = read_map(mpath)  # whole lines only
+    loads = check_dump(ctx, dpath, pid=pid) if os.path.exists(dpath) else []
+    return "%d map lines, %d loads kept whole; %s" % (len(entries), len(loads),
+                                                      " | ".join(mine)[:100])
+
+
+def t_rlimit_fsize(ctx, interp, work):
+    import resource
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    limit = 64 * 1024
+
+    def lim():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    argv = [interp.command, script("churn.py"), "2000"]
+    plain = ctx.run(argv, False, out, preexec=lim)
+    pre = ctx.run(argv, True, out, preexec=lim)
+    mine = same_program(plain, pre, "RLIMIT_FSIZE", 2, r"too large|File too large")
+    if not mine:
+        raise Fail("no warning although the files hit RLIMIT_FSIZE")
+    pid = only_pid(out)
+    mpath, dpath = files_of(out, pid)
+    entries, _ = read_map(mpath)
+    loads = check_dump(ctx, dpath, pid=pid)
+    if os.path.getsize(mpath) > limit or os.path.getsize(dpath) > limit:
+        raise Fail("a file exceeds the limit")
+    return "%d lines, %d loads; %s" % (len(entries), len(loads), " | ".join(mine)[:80])
+
+
+def t_deleted_dir(ctx, interp, work):
+    """The output directory is deleted while the program runs; a child
+    forked afterwards cannot create its files."""
+    plain_dir = os.path.join(work, "plain")
+    out = os.path.join(work, "out")
+    os.mkdir(plain_dir)
+    os.mkdir(out)
+    plain = ctx.run([interp.command, script("deleted_dir.py"), plain_dir], False, work)
+    pre = ctx.run([interp.command, script("deleted_dir.py"), out], True, out, cwd=work)
+    mine = same_program(plain, pre, "deleted directory", 2, r"forked child|No such file")
+    if os.path.exists(out):
+        raise Fail("the deleted directory was recreated")
+    if len(mine) > 1:
+        raise Fail("the child printed %d warnings for one problem: %s" % (len(mine),
+                                                                         " | ".join(mine)))
+    return mine[0][:90] if mine else "no warning"
+
+
+def t_deleted_cwd(ctx, interp, work):
+    """Started in a deleted directory (getcwd fails): relative and empty
+    code file names still give valid lines and dump records."""
+    out = os.path.join(work, "out")
+    gone = os.path.join(work, "gone")
+    os.mkdir(out)
+    os.mkdir(gone)
+    code = ("ns = {}\n"
+            "for fn, name in (('', 'emptyfile'), ('rel.py', 'relfile')):\n"
+            "    exec(compile('def %s():\\n    return 1\\n' % name, fn, 'exec'), ns)\n"
+            "    ns[name]()\n"
+            "print('cwd gone')\n")
+
+    argv = [interp.command, "-c", code]
+    env = ctx.env(True, {"PYPERFINJECT_DIR": out})
+    p = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", gone] +
+                       argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                       timeout=TIMEOUT)
+    if p.returncode != 0 or b"cwd gone" not in p.stdout or ours(p.stderr)[0]:
+        raise Fail("rc %d, %r %r" % (p.returncode, p.stdout[-100:], p.stderr[-300:]))
+    pid = only_pid(out)
+    check_process_files(ctx, out, pid, ["py::emptyfile:", "py::relfile:rel.py"])
+    return "relative names stay relative"
+
+
+# ================================================================ 2. bad input
+
+def huge(n=100000):
+    return "a" * n
+
+
+BAD_VALUES = ["", " ", huge(), "-1", "-0", "+1", "1 ", " 1", "0x1", "1e3", "99999999999999999999",
+              "-99999999999999999999", "\x01\x02", b"\xff\xfe", "yes\n", "TRUE", "oN", "\uff11",
+              "2", "4", "3", "none", "USR2", "SIGRTMIN+1", "RTMIN+99", "/", "relative/dir",
+              "/tmp/\n", "/" + "d" * 5000, "/nonexistent/x", "%s%n", "31536001"]
+
+SIGRTMIN = 34
+
+
+def model(var, value):
+    """The documented grammar (docs/configuration.md); True if accepted."""
+    if isinstance(value, bytes):
+        return False if var != "DIR" else value.startswith(b"/")
+    v = value
+
+    def is_int(s, lo, hi):
+        if not s or len(s) > 12:
+            return False
+        m = re.match(r"^[ \t\n\v\f\r]*([+-]?)([0-9]+)$", s)
+        if not m:
+            return False
+        n = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+        return lo <= n <= hi
+    if var in ("ENABLE", "MAP", "JITDUMP", "FORK_COPY", "START", "PASSTHROUGH"):
+        return v.lower() in ("1", "0", "yes", "no", "on", "off", "true", "false")
+    if var == "VERBOSE":
+        return is_int(v, 0, 3)
+    if var == "DURATION":
+        return is_int(v, 0, 31536000)
+    if var == "DIR":
+        return bool(v) and v.startswith("/") and len(v.encode()) < 4064 and \
+            not any(ord(c) < 0x20 or ord(c) == 0x7f for c in v)
+    if var == "SIGNAL":
+        s = v
+        if s.lower() == "none" or s == "0":
+            return True
+        if s[:3].upper() == "SIG":
+            s = s[3:]
+        if s.upper() in ("USR1", "USR2"):
+            return True
+        if s[:5].upper() == "RTMIN":
+            if s[5:] == "":
+                return True
+            return s[5] == "+" and is_int(s[6:], 0, 64) and \
+                SIGRTMIN + int(s[6:].strip()) <= 64
+        if is_int(v, 1, 64):
+            n = int(v.strip())
+            return n in (10, 12) or SIGRTMIN <= n <= 64
+        return False
+    raise ValueError(var)
+
+
+def t_env(var):
+    def test(ctx, interp, work):
+        out = os.path.join(work, "out")
+        os.mkdir(out)
+        argv = [interp.command, "-c", "def f():\n    return 42\nprint(f())\n"]
+        plain = ctx.run(argv, False, out)
+        checked = rejected = 0
+        for value in BAD_VALUES:
+            if var == "DIR" and value in ("/",):
+                continue  # would write into / (accepted, but not here)
+            name = "PYPERFINJECT_" + var
+            env = {name: value} if not isinstance(value, bytes) else {}
+            e = ctx.env(True, {"PYPERFINJECT_DIR": out})
+            e.update(env)
+            if var != "DIR":
+                e["PYPERFINJECT_DIR"] = out
+            eb = dict((k.encode(), v.encode("utf-8", "surrogateescape")) for k, v in e.items())
+            if isinstance(value, bytes):
+                eb[name.encode()] = value
+            try:
+                p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=eb,
+                                   cwd=out, timeout=60)
+            except subprocess.TimeoutExpired:
+                raise Fail("%s=%r: timed out" % (name, value[:20]))
+            pre = Result(p.returncode, p.stdout, p.stderr)
+            accepted = model(var, value)
+            shown = repr(value[:24])
+            if accepted:
+                mine = same_program(plain, pre, "%s=%s" % (name, shown), 5)
+                if any("bad value" in l for l in mine):
+                    raise Fail("%s=%s: rejected, but the documented grammar accepts it: %s" %
+                               (name, shown, mine))
+            else:
+                rejected += 1
+                mine = same_program(plain, pre, "%s=%s" % (name, shown), 1,
+                                    r"bad value for %s " % name)
+                if len(mine) != 1:
+                    raise Fail("%s=%s: no warning for a bad value" % (name, shown))
+                if os.listdir(out):
+                    raise Fail("%s=%s: files written despite the bad value" % (name, shown))
+            for f in os.listdir(out):
+                os.unlink(os.path.join(out, f))
+            checked += 1
+        return "%d values, %d rejected with one line" % (checked, rejected)
+    return test
+
+
+def t_names(ctx, interp, work):
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, script("hostile_names.py")]
+    plain = ctx.run(argv, False, out)
+    pre = ctx.run(argv, True, out)
+    same_program(plain, pre, "hostile_names.py", 0)
+    pid = only_pid(out)
+    names = check_process_files(ctx, out, pid)
+    ran = re.findall(rb"^(mk\d+) ran", pre.stdout, re.M)
+    unsupported = re.findall(rb"^(mk\d+) unsupported", pre.stdout, re.M)
+    joined = "\n".join(names)
+    missing = [m.decode() for m in ran if m.decode() not in joined]
+    if missing:
+        raise Fail("functions that ran are not named: %s" % missing)
+    cwd = out
+    exact = {
+        "mk01": "py::mk01_a\\x0ab:",
+        "mk02": "py::mk02_\\x0d\\x09\\x00\\x1b[31m\\x7f:",
+        "mk03": "py::mk03_\u0085\u2028\u202e\ufeff:",
+        "mk04": "py::mk04_\\ud800:",
+        "mk05": "py::mk05_\\xff\\x80:",
+        "mk15": "py::mk15:%s/rel/dir/x.py" % cwd,
+        "mk16": "py::mk16:/tmp/a\\x00b.py",
+        "mk17": "py::mk17:/tmp/\\xff\\xfe.py",
+        "mk23": "py::mk23_\\x00:",
+        "mk12": "py:::/tmp/mk12.py",
+    }
+    for marker, want in exact.items():
+        if marker.encode() in ran and not any(n.startswith(want) for n in names):
+            got = [n for n in names if marker in n][:1]
+            raise Fail("%s: expected a name starting %r, got %r" % (marker, want, got))
+    for marker in ("mk06", "mk07", "mk08", "mk18"):
+        got = [n for n in names if marker in n]
+        if got and not got[0].endswith("..."):
+            raise Fail("%s: a cut name does not end with '...': %r" % (marker, got[0][-40:]))
+    dups = sum(1 for n in names if n.startswith("py::mk42_dup\\x0a:"))
+    # 3.6/3.7 (side table): a code object at a dead one's address with the
+    # same name, file and line may reuse its trampoline (same symbol).
+    if dups != 50 and not (interp.version < (3, 8) and dups >= 1):
+        raise Fail("mk42: %d trampolines named for 50 code objects" % dups)
+    return "%d cases named, %d refused by this version, %d names valid in map and dump" % (
+        len(ran), len(unsupported), len(names))
+
+
+# ================================================================ 3. SIGKILL
+
+def kill_once(ctx, interp, work, rng, record_perf=False):
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    env = ctx.env(True, {"PYPERFINJECT_DIR": out})
+    argv = [interp.command, script("kill_target.py")]
+    if record_perf:
+        env["PERF_BUILDID_DIR"] = os.path.join(work, "buildid")
+        argv = ["perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-F", "999", "-g",
+                "-o", os.path.join(work, "perf.data"), "--"] + argv
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=out)
+    first = proc.stdout.readline()
+    m = re.match(rb"pid (\d+)", first)
+    if not m:
+        proc.kill()
+        raise Fail("kill_target.py did not start: %r %r" % (first, proc.stderr.read()[-300:]))
+    pid = int(m.group(1))
+    started = proc.stdout.readline()  # creating functions now
+    delay = rng.uniform(0.02, 0.8)
+    time.sleep(delay)
+    os.kill(pid, signal.SIGKILL)
+    rest, err = proc.communicate(timeout=TIMEOUT)
+    names = set(re.findall(rb"^started (\S+)$", started + rest, re.M))
+    mpath, dpath = files_of(out, pid)
+    entries, tail = read_map(mpath, allow_partial_tail=True)
+    mapped = set(e[2].split(":")[2] for e in entries)
+    loads = check_dump(ctx, dpath, pid=pid, allow_truncated=True)
+    dumped = set(l[3].split(":")[2] for l in loads)
+    lost_map = [n.decode() for n in names if n.decode() not in mapped]
+    lost_dump = [n.decode() for n in names if n.decode() not in dumped]
+    if lost_map or lost_dump:
+        raise Fail("killed after %.2fs: %d started functions missing from the map (%s), %d "
+                   "from the dump (%s)" % (delay, len(lost_map), lost_map[:3], len(lost_dump),
+                                           lost_dump[:3]))
+    if not names:
+        raise Fail("no function reported starting before the kill")
+    return pid, len(names), len(entries), len(loads), bool(tail), out
+
+
+def t_kill(ctx, interp, work):
+    seeds = 20 if ctx.full else 5
+    rng = random.Random(8000 + seeds)
+    total = partial = 0
+    for i in range(seeds):
+        w = os.path.join(work, "k%d" % i)
+        os.mkdir(w)
+        _, n, lines, loads, tail, _ = kill_once(ctx, interp, w, rng)
+        total += n
+        partial += tail
+        shutil.rmtree(w, ignore_errors=True)
+    return "%d kills, %d started functions all in map and dump (%d maps ended mid-line)" % (
+        seeds, total, partial)
+
+
+def perf_usable():
+    if shutil.which("perf") is None:
+        return "perf is not installed"
+    p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "true"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return "perf record is not permitted here: %r" % p.stderr[-160:]
+    return None
+
+
+def t_kill_perf(ctx, interp, work):
+    why = perf_usable()
+    if why:
+        raise Skip(why)
+    rng = random.Random(4242)
+    pid, n, lines, loads, _, out = kill_once(ctx, interp, work, rng, record_perf=True)
+    dump = files_of(out, pid)[1]
+    notes = []
+    # The dump as the kill left it, then cut inside records at random offsets.
+    size = os.path.getsize(dump)
+    with open(dump, "rb") as f:
+        original = f.read()
+    for cut in [None] + sorted(rng.sample(range(41, size), 3)):
+        with open(dump, "wb") as f:
+            f.write(original if cut is None else original[:cut])
+        check_dump(ctx, dump, pid=pid, allow_truncated=True)
+        for f in os.listdir(out):
+            if f.startswith("jitted-"):
+                os.unlink(os.path.join(out, f))
+        inj = subprocess.run(["perf", "inject", "--jit", "-i", os.path.join(work, "perf.data"),
+                              "-o", os.path.join(work, "perf.jit.data")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=work,
+                             env=dict(os.environ, PERF_BUILDID_DIR=os.path.join(work, "buildid")))
+        if inj.returncode != 0:
+            raise Fail("perf inject --jit failed on a dump cut at %s: %r" % (cut, inj.stderr[-300:]))
+        made = len([f for f in os.listdir(out) if f.startswith("jitted-%d-" % pid)])
+        rep = subprocess.run(["perf", "report", "-i", os.path.join(work, "perf.jit.data"),
+                              "--stdio", "--sort", "sym"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=work,
+                             env=dict(os.environ, PERF_BUILDID_DIR=os.path.join(work, "buildid")))
+        if rep.returncode != 0:
+            raise Fail("perf report on the injected data failed: %r" % rep.stderr[-300:])
+        notes.append("%s: %d ELF" % ("whole" if cut is None else "cut@%d" % cut, made))
+        if cut is None and made < loads * 0.9:
+            raise Fail("perf inject made %d ELF files for %d loads" % (made, loads))
+    return "%d functions; perf inject ok: %s" % (n, ", ".join(notes))
+
+
+# ================================================================ 4. concurrency
+
+def t_threads(ctx, interp, work):
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    t, m = 64, 1000
+    start = time.time()
+    pre = ctx.run([interp.command, script("threads64.py"), str(t), str(m)], True, out)
+    took = time.time() - start
+    if pre.returncode != 0 or b"done %d errors 0" % (t * m) not in pre.stdout or ours(pre.stderr)[0]:
+        raise Fail("rc %d %r %r" % (pre.returncode, pre.stdout[-200:], pre.stderr[-300:]))
+    pid = only_pid(out)
+    names = check_process_files(ctx, out, pid)
+    made = set(n.split(":")[2] for n in names if n.endswith(":<threads64>"))
+    made.discard("<module>")
+    want = set("thr%d_%d" % (a, b) for a in range(t) for b in range(m))
+    if made != want:
+        raise Fail("%d of %d functions named; missing e.g. %s" % (len(made & want), len(want),
+                                                                  sorted(want - made)[:3]))
+    return "%d threads x %d functions in %.1fs: %d lines, all whole, none overlap" % (
+        t, m, took, len(names))
+
+
+def t_forks(ctx, interp, work):
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    counts = ["100", "20", "4", "8", "8", "40"]  # 100 + 20*3 + 4*8 + 8 workers = 200 children
+    argv = [interp.command, "-W", "ignore::DeprecationWarning", script("forks.py")] + counts
+    plain = ctx.run(argv, False, out)
+    for f in os.listdir(out):
+        os.unlink(os.path.join(out, f))
+    pre = ctx.run(argv, True, out, timeout=300)
+    if pre.returncode != 0 or b"forks done 0" not in pre.stdout:
+        raise Fail("rc %d %r %r" % (pre.returncode, pre.stdout[-200:], pre.stderr[-300:]))
+    mine = ours(pre.stderr)[0]
+    if mine:
+        raise Fail("warnings: %s" % " | ".join(mine)[:300])
+
+    def tags(text):
+        return sorted(re.findall(rb"^(?:child|mp) \d+ (\S+)$", text, re.M))
+    if tags(plain.stdout) != tags(pre.stdout):
+        raise Fail("the children did different things with the library")
+    children = dict((int(p), t.decode()) for p, t in
+                    re.findall(rb"^child (\d+) (\S+)$", pre.stdout, re.M))
+    tasks = {}
+    for pid, tag in re.findall(rb"^mp (\d+) task(\d+)$", pre.stdout, re.M):
+        tasks.setdefault(int(pid), []).append(tag.decode())
+    pids = sorted(int(f[5:-4]) for f in os.listdir(out) if f.startswith("perf-"))
+    files = len(os.listdir(out))
+    if files != 2 * len(pids):
+        raise Fail("%d files for %d processes: a map or a dump is missing" % (files, len(pids)))
+    for pid in pids:
+        if pid in children:
+            want = ["py::child_%s:<forks>" % children[pid], "py::parent_before_fork:"]
+        else:  # the parent, pool workers (those that got tasks name them)
+            want = ["py::mp_task_%s:<forks>" % t for t in tasks.get(pid, [])]
+        check_process_files(ctx, out, pid, want)
+    lost = sorted(set(children) - set(pids))
+    if lost:
+        raise Fail("children without files: %s" % lost[:5])
+    nproc = len(pids) - 1
+    if nproc < 200:
+        raise Fail("only %d child processes made files" % nproc)
+    return "%d child processes (raw, nested, from threads, multiprocessing): every map and " \
+           "dump complete" % nproc
+
+
+def t_subinterp(ctx, interp, work):
+    if interp.version < (3, 8):
+        raise Skip("3.6/3.7: no audit hooks, subinterpreters are not hooked (docs/design.md)")
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    n, threads = (100, 4) if ctx.full else (50, 4)
+    argv = [interp.command, script("subinterp_loop.py"), str(n), str(threads)]
+    pre = ctx.run(argv, True, out)
+    if b"no subinterpreter API" in pre.stdout:
+        raise Skip("this build has no _interpreters/_xxsubinterpreters module")
+    if pre.returncode != 0 or b"errors 0" not in pre.stdout or ours(pre.stderr)[0]:
+        raise Fail("rc %d %r %r" % (pre.returncode, pre.stdout[-200:], pre.stderr[-300:]))
+    pid = only_pid(out)
+    names = check_process_files(ctx, out, pid)
+    made = set(x.split(":")[2] for x in names if x.startswith("py::sub_"))
+    want = set("sub_%d_%d" % (t, i) for t in range(threads) for i in range(n))
+    if made != want:
+        raise Fail("%d of %d subinterpreter functions named" % (len(made & want), len(want)))
+    return "%d subinterpreters (%d threads) created, run and destroyed; %s" % (
+        n * threads, threads, pre.stdout.strip().decode()[-40:])
+
+
+def t_exec_chain(ctx, interp, work):
+    notes = []
+    for mode in ("exec", "spawn"):
+        out = os.path.join(work, mode)
+        os.mkdir(out)
+        argv = [interp.command, script("exec_chain.py"), "0", "4", mode]
+        pre = ctx.run(argv, True, out)
+        levels = re.findall(rb"^level (\d+) pid (\d+)$", pre.stdout, re.M)
+        if pre.returncode != 0 or len(levels) != 5 or ours(pre.stderr)[0]:
+            raise Fail("%s: rc %d %r %r" % (mode, pre.returncode, pre.stdout, pre.stderr[-300:]))
+        pids = {}
+        for level, pid in levels:
+            pids.setdefault(int(pid), []).append(int(level))
+        if mode == "exec" and len(pids) != 1:
+            raise Fail("exec chain changed pid: %s" % pids)
+        if mode == "spawn" and len(pids) != 5:
+            raise Fail("spawn chain reused pids: %s" % pids)
+        kept = 0
+        for pid, lv in pids.items():
+            names = check_process_files(ctx, out, pid, ["py::level_%d:<chain>" % max(lv)])
+            kept += sum(1 for l in lv if "py::level_%d:<chain>" % l in names)
+        if mode == "exec":
+            notes.append("exec: the last image's files complete (%d of 5 levels in the map: "
+                         "an exec'd image starts the pid's files afresh)" % kept)
+        else:
+            notes.append("spawn: 5 processes complete")
+    return "; ".join(notes)
+
+
+# ================================================================ 8. security
+
+def t_mode(ctx, interp, work):
+    notes = []
+    for mask in (0o000, 0o022, 0o077):
+        out = os.path.join(work, "m%o" % mask)
+        os.mkdir(out)
+        pre = ctx.run(workload(interp), True, out, preexec=lambda m=mask: os.umask(m))
+        if pre.returncode != 0:
+            raise Fail("rc %d" % pre.returncode)
+        for name in os.listdir(out):
+            st = os.lstat(os.path.join(out, name))
+            if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o600 or \
+                    st.st_uid != os.geteuid():
+                raise Fail("umask %03o: %s has mode %o, uid %d" % (mask, name,
+                                                                    stat.S_IMODE(st.st_mode),
+                                                                    st.st_uid))
+        notes.append("%03o" % mask)
+    return "regular files, mode 0600, ours, under umask " + ", ".join(notes)
+
+
+def t_paths(ctx, interp, work):
+    out = os.path.join(work, "out")
+    elsewhere = os.path.join(work, "elsewhere")
+    os.mkdir(out)
+    os.mkdir(elsewhere)
+    before = set(os.listdir("/tmp"))
+    pre = ctx.run([interp.command, script("paths.py"), elsewhere], True, out)
+    m = re.search(rb"^child (\d+)$", pre.stdout, re.M)
+    if pre.returncode != 0 or not m or ours(pre.stderr)[0]:
+        raise Fail("rc %d %r %r" % (pre.returncode, pre.stdout, pre.stderr[-300:]))
+    child = int(m.group(1))
+    parent = [int(f[5:-4]) for f in os.listdir(out) if f.startswith("perf-") and
+              int(f[5:-4]) != child]
+    if len(parent) != 1:
+        raise Fail("files in the output directory: %s" % sorted(os.listdir(out)))
+    want = sorted(os.path.basename(p) for pid in (parent[0], child) for p in files_of(out, pid))
+    if sorted(os.listdir(out)) != want:
+        raise Fail("unexpected files: %s" % sorted(os.listdir(out)))
+    if os.listdir(elsewhere):
+        raise Fail("files written where the program pointed: %s" % os.listdir(elsewhere))
+    new = [f for f in set(os.listdir("/tmp")) - before
+           if re.match(r"(perf-|jit-)(%d|%d)\." % (parent[0], child), f)]
+    if new:
+        raise Fail("files written to /tmp: %s" % new)
+    check_process_files(ctx, out, parent[0], ["py::pb:/etc/passwd"])
+    check_process_files(ctx, out, child, ["py::in_child:"])
+    return "chdir, rewritten PYPERFINJECT_DIR/TMPDIR and path-like names change nothing"
+
+
+def t_at_secure(ctx, interp, work):
+    """setuid, setgid and file-capability (AT_SECURE) copies of python, run
+    by nobody: nothing happens, even when the library is forced in through
+    /etc/ld.so.preload (an overlay in a private mount namespace; the real
+    /etc is untouched) where the loader does load it. The same runs without
+    the privilege bits write files (the control: the test can fail)."""
+    need_root("setuid copies and a private /etc")
+    if interp.kind not in ("debian", "debian-dbg"):
+        raise Skip("needs Debian's self-contained /usr/bin/python3.X (a copy must still run)")
+    for tool in ("unshare", "setpriv"):
+        if shutil.which(tool) is None:
+            raise Skip("%s(1) is not installed" % tool)
+    real = os.path.realpath(interp.command)
+    bindir = os.path.join(work, "bin")
+    os.mkdir(bindir)
+    os.chmod(bindir, 0o755)
+    lib = os.path.join(bindir, "libpyperfinject.so")
+    shutil.copy(ctx.lib, lib)
+    os.chmod(lib, 0o755)
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    os.chmod(out, 0o1777)
+    code = ("def secure_probe():\n    return 1\nsecure_probe()\n"
+            "print('loaded', 'libpyperfinject' in open('/proc/self/maps').read())\n")
+    upper, wk = os.path.join(work, "upper"), os.path.join(work, "wk")
+    os.mkdir(upper)
+    os.mkdir(wk)
+    with open(os.path.join(upper, "ld.so.preload"), "w") as f:
+        f.write(" ".join(ctx.prefix + [lib]) + "\n")
+    mount = ('mount -t overlay overlay -o lowerdir=/etc,upperdir=%s,workdir=%s /etc' %
+             (upper, wk))
+    kinds = [("plain", 0o755, None), ("setuid", 0o4755, None), ("setgid", 0o2755, None)]
+    if shutil.which("setcap"):
+        kinds.append(("filecap", 0o755, "cap_net_bind_service+ep"))
+    notes = []
+    for kind, mode, caps in kinds:
+        py = os.path.join(bindir, "python-" + kind)
+        shutil.copy(real, py)
+        os.chown(py, 0, 0)
+        os.chmod(py, mode)
+        if caps and subprocess.run(["setcap", caps, py]).returncode != 0:
+            notes.append("setcap failed: file capabilities not tested")
+            continue
+        for how in ("ld.so.preload", "LD_PRELOAD"):
+            for f in os.listdir(out):
+                os.unlink(os.path.join(out, f))
+            argv = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+                    py, "-c", code]
+            extra = {"PYPERFINJECT_VERBOSE": "3", "PYPERFINJECT_DIR": out}
+            if how == "ld.so.preload":
+                argv = in_namespace(mount, argv)
+            else:
+                extra["LD_PRELOAD"] = " ".join(ctx.prefix + [lib])
+            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=ctx.env(False, extra), cwd="/", timeout=120)
+            if p.returncode == 99:
+                raise Skip("cannot mount an overlay over /etc here: %r" % p.stderr[-200:])
+            if p.returncode != 0:
+                raise Fail("%s via %s: rc %d %r" % (kind, how, p.returncode, p.stderr[-300:]))
+            files, lines = sorted(os.listdir(out)), ours(p.stderr)[0]
+            loaded = b"loaded True" in p.stdout
+            if kind == "plain":
+                if len(files) != 2 or not loaded:
+                    raise Fail("control (%s via %s): loaded %s, files %s %s: the test cannot "
+                               "tell a secure process apart" % (kind, how, loaded, files,
+                                                                lines[:2]))
+            elif files or lines:
+                raise Fail("%s via %s: the library acted: files %s, lines %s" %
+                           (kind, how, files, lines[:2]))
+            elif how == "ld.so.preload" and not loaded:
+                raise Fail("%s: the loader did not load the library from /etc/ld.so.preload, "
+                           "so the library's own AT_SECURE check was not exercised" % kind)
+        notes.append(kind)
+    return "as nobody, via /etc/ld.so.preload (loaded, inert) and LD_PRELOAD: " + ", ".join(notes)
+
+
+def t_recursion(ctx, interp, work):
+    """Deepest recursion with and without the library (and with CPython's
+    own -X perf on 3.12+, which adds the same PEP 523 frame)."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+
+    def ok(depth, mode):
+        args = [interp.command] + (["-X", "perf"] if mode == "xperf" else []) + \
+            [script("recursion.py"), str(depth), "200000"]
+        p = ctx.run(args, mode == "pre", out, timeout=120)
+        for f in os.listdir(out):
+            os.unlink(os.path.join(out, f))
+        return p.returncode == 0 and p.stdout.strip() == b"ok %d" % depth
+
+    def deepest(mode):
+        lo, hi = 50, 100000
+        if not ok(lo, mode):
+            return 0
+        if ok(hi, mode):
+            return hi
+        while hi - lo > max(20, lo // 50):
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if ok(mid, mode) else (lo, mid)
+        return lo
+    # Under the default limit: identical verdicts at 3/4 of it.
+    default = [interp.command, "-c", "import sys; print(sys.getrecursionlimit())"]
+    limit = int(ctx.run(default, False, out).stdout)
+    d = limit * 3 // 4
+    a = ctx.run([interp.command, script("recursion.py"), str(d)], False, out)
+    b = ctx.run([interp.command, script("recursion.py"), str(d)], True, out)
+    plain, pre = deepest("plain"), deepest("pre")
+    v = interp.version
+    note = "deepest recursion: %d without, %d with the library" % (plain, pre)
+    if v >= (3, 12):
+        xperf = deepest("xperf")
+        note += ", %d with -X perf" % xperf
+        if pre < xperf * 0.95:
+            raise Fail(note + ": worse than CPython's own trampoline")
+    elif v == (3, 11):
+        if pre < 10000:
+            raise Fail(note + ": below 10000 (docs/reliability.md)")
+    elif pre < plain * 0.9:
+        raise Fail(note + ": more than 10% lost")
+    if a.stdout != b.stdout:
+        note += "; at depth %d (3/4 of the default limit) %s without, %s with" % (
+            d, a.stdout.strip().decode(), b.stdout.strip().decode())
+        if v < (3, 12):
+            raise Fail(note)
+    return note
+
+
+def t_allocator(ctx, interp, work):
+    """Memory allocator switches at start-up (PYTHONMALLOC, -X dev,
+    PYTHONDEVMODE): the program runs and exits as without the library."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    code = ["-c", "def f():\n    return 1\nprint(f())\n"]
+    cases = [("PYTHONMALLOC=" + v, {"PYTHONMALLOC": v}, []) for v in
+             ("debug", "malloc_debug", "pymalloc_debug", "malloc", "pymalloc")]
+    cases += [("PYTHONDEVMODE=1", {"PYTHONDEVMODE": "1"}, []), ("-X dev", {}, ["-X", "dev"])]
+    bad = []
+    for what, extra, args in cases:
+        argv = [interp.command] + args + code
+        plain = ctx.run(argv, False, out, extra)
+        pre = ctx.run(argv, True, out, extra)
+        for f in os.listdir(out):
+            os.unlink(os.path.join(out, f))
+        try:
+            same_program(plain, pre, what, 0)
+        except Fail as e:
+            bad.append(str(e)[:160])
+    if bad:
+        raise Fail("%d of %d: %s" % (len(bad), len(cases), " | ".join(bad[:3])))
+    return "%d allocator settings: same output and exit status" % len(cases)
+
+
+def t_fd_closed(ctx, interp, work):
+    """The program closes every descriptor above 2 (daemonising) and opens a
+    file of its own: nothing of the library's may end up in it."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    log_plain, log_pre = os.path.join(work, "plain.log"), os.path.join(work, "pre.log")
+    plain = ctx.run([interp.command, script("daemonize.py"), log_plain], False, out)
+    pre = ctx.run([interp.command, script("daemonize.py"), log_pre], True, out)
+    with open(log_pre, "rb") as f:
+        got = f.read()
+    if got != b"log line\n":
+        raise Fail("the program's own file received the library's output: %r" % got[:160])
+    mine = same_program(plain, pre, "daemonize.py", 1)
+    return "the program's file intact" + ("; " + mine[0][:80] if mine else "")
+
+
+def t_forkwarn(ctx, interp, work):
+    """A single-threaded program's fork() must not start warning about
+    threads (3.12+ counts OS threads) because of the library. Opt-in runtime
+    switching (PYPERFINJECT_SIGNAL/DURATION) runs a control thread and is
+    documented to cause that warning (docs/runtime-control.md)."""
+    if interp.version < (3, 12):
+        raise Skip("only 3.12+ warns about fork() in a multi-threaded process")
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, script("forkwarn.py")]
+    plain = ctx.run(argv, False, out)
+    notes = []
+    for extra in ({}, {"PYPERFINJECT_START": "0"}):
+        pre = ctx.run(argv, True, out, extra)
+        what = " ".join("%s=%s" % kv for kv in extra.items()) or "defaults"
+        same_program(plain, pre, what, 0)
+        notes.append(what)
+    return "no new warning with " + ", ".join(notes)
+
+
+# ------------------------------------------------------------------ the table
+
+SMOKE_ALL = ("debian", "oldest", "newest-pyenv", "newest-sid")
+TESTS = [
+    # (name, function, smoke roles)
+    ("fs/symlink-map", t_symlink("map"), ("debian", "oldest")),
+    ("fs/symlink-dump", t_symlink("dump"), ("debian",)),
+    ("fs/symlink-both", t_symlink("both"), ("debian",)),
+    ("fs/dangling-symlink", t_dangling, ("debian",)),
+    ("fs/hard-link", t_hardlink, ("debian",)),
+    ("fs/fifo-and-dir", t_fifo_dir, ("debian",)),
+    ("fs/other-owner", t_other_owner, ("debian",)),
+    ("fs/stale-own-file", t_stale_own, ("debian",)),
+    ("fs/read-only", t_readonly, ("debian",)),
+    ("fs/unprivileged", t_unwritable_unprivileged, ("debian",)),
+    ("fs/enospc-at-start", t_enospc_start, ("debian",)),
+    ("fs/enospc-midway", t_enospc_midway, ("debian", "newest-sid")),
+    ("fs/rlimit-fsize", t_rlimit_fsize, ("debian",)),
+    ("fs/deleted-dir", t_deleted_dir, ("debian",)),
+    ("fs/deleted-cwd", t_deleted_cwd, ("debian",)),
+] + [("env/" + v, t_env(v), ("debian",)) for v in
+     ("ENABLE", "MAP", "JITDUMP", "VERBOSE", "FORK_COPY", "DIR", "START", "SIGNAL", "DURATION",
+      "PASSTHROUGH")] + [
+    ("input/hostile-names", t_names, SMOKE_ALL),
+    ("crash/sigkill", t_kill, ("debian", "newest-sid")),
+    ("crash/sigkill-perf-inject", t_kill_perf, ("debian",)),
+    ("conc/threads-64x1000", t_threads, ("debian", "oldest", "newest-sid")),
+    ("conc/fork-200", t_forks, ("debian", "newest-pyenv")),
+    ("conc/subinterpreters", t_subinterp, ("debian", "newest-pyenv")),
+    ("conc/exec-chain", t_exec_chain, ("debian",)),
+    ("sec/mode-0600", t_mode, ("debian",)),
+    ("sec/program-controls-no-path", t_paths, ("debian", "oldest")),
+    ("sec/at-secure", t_at_secure, ("debian",)),
+    ("sec/fork-warning", t_forkwarn, ("newest-pyenv",)),
+    ("sec/fds-closed-by-program", t_fd_closed, ("debian", "oldest")),
+    ("input/allocator-switch", t_allocator, ("debian", "debian-dbg", "oldest", "newest-pyenv")),
+    ("input/recursion-depth", t_recursion, SMOKE_ALL),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--smoke", action="store_true")
+    mode.add_argument("--full", action="store_true")
+    parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
+    parser.add_argument("--preload-prefix", default="")
+    parser.add_argument("--checker", default=os.path.join(ROOT, "build", "jitdump-check"))
+    parser.add_argument("--interpreters", default=os.path.join(ROOT, "build", "interpreters.txt"))
+    parser.add_argument("--only", default="")
+    parser.add_argument("--interp", default="")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    ctx = Ctx(args)
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+
+    def report(status, name, label, detail):
+        counts[status] += 1
+        detail = detail.replace("\n", " ")
+        print("%-4s %-30s %-16s %s" % (status, name, label, detail[:400]), flush=True)
+
+    if not os.path.exists(ctx.lib):
+        report("FAIL", "setup", "-", "%s is not built" % ctx.lib)
+    everything = discover(args.interpreters)
+    interps, pick = roles(everything)
+    if args.full and not args.interp:
+        for i in everything:
+            if i.kind.startswith("arm64"):
+                report("SKIP", "all", i.label, "arm64 under qemu-user: the hardening tests run "
+                       "on the host's interpreters (arm64: tests/aarch64, tests/integration)")
+        exact = [i for i in interps if i.label == args.interp]
+        interps = exact or [i for i in interps if args.interp in i.label]
+    only = [o for o in args.only.split(",") if o]
+    names = set(t[0] for t in TESTS)
+
+    def selected(name):
+        return not only or any(name == o or (o not in names and o in name) for o in only)
+    if not interps:
+        report("SKIP", "all", "-", "no CPython 3 interpreter found (tests/provision)")
+    try:
+        for name, fn, smoke_roles in TESTS:
+            if not selected(name):
+                continue
+            if args.full or args.interp:
+                chosen = interps
+            else:
+                chosen = [pick[r] for r in smoke_roles if r in pick and pick[r] in interps]
+                chosen = [c for n, c in enumerate(chosen) if c not in chosen[:n]]
+                if not chosen and not args.interp:
+                    report("SKIP", name, "-", "none of the interpreters %s is provisioned" %
+                           ", ".join(smoke_roles))
+            for interp in chosen:
+                work = tempfile.mkdtemp(prefix=name.replace("/", "-") + "-", dir=ctx.base)
+                os.chmod(work, 0o755)
+                start = time.time()
+                try:
+                    note = fn(ctx, interp, work) or ""
+                    status = "PASS"
+                except Skip as e:
+                    status, note = "SKIP", str(e)
+                except Fail as e:
+                    status, note = "FAIL", str(e)
+                except Exception as e:  # a broken test is a failure
+                    status, note = "FAIL", "%s: %s" % (type(e).__name__, e)
+                took = time.time() - start
+                report(status, name, interp.label, "%s [%.1fs]" % (note, took))
+                if not args.keep:
+                    shutil.rmtree(work, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(ctx.base, ignore_errors=True)
+    print("harden: %d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"],
+                                                         counts["SKIP"]))
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
