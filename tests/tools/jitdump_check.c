@@ -385,7 +385,9 @@ static bool vm_reg(struct cfi_vm *vm, uint64_t reg)
 static void set_offset(struct cfi_vm *vm, uint64_t reg, int64_t factored)
 {
     vm->row.reg[reg].kind = PI_JDC_RULE_OFFSET;
-    vm->row.reg[reg].off = factored * vm->eh->data_align;
+    /* Wrapping arithmetic: a garbage operand must give a wrong (and then
+     * reported) offset, not undefined behaviour (found by fuzz_checker). */
+    vm->row.reg[reg].off = (int64_t)((uint64_t)factored * (uint64_t)(int64_t)vm->eh->data_align);
 }
 
 /* Runs one instruction list. In the FDE, stops (successfully) at the first
