@@ -6,6 +6,8 @@
 #ifndef PI_BACKEND_H
 #define PI_BACKEND_H
 
+#include "outfile.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +50,7 @@ extern const struct pi_backend_ops pi_jitdump_ops;
 /* State of the perf-map backend (public so the owner can embed it). */
 struct pi_perfmap {
     int fd;
+    struct pi_file_id id; /* what fd must still be */
     uint64_t size; /* bytes written: what a forked child inherits */
     char path[4096];
 };
@@ -55,6 +58,7 @@ struct pi_perfmap {
 /* State of the jitdump backend. */
 struct pi_jitdump {
     int fd;
+    struct pi_file_id id; /* what fd must still be */
     uint64_t size;     /* bytes written: what a forked child inherits */
     uint32_t pid;      /* written into CODE_LOAD records */
     uint32_t elf_mach; /* EM_X86_64 / EM_AARCH64 */

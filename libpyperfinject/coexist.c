@@ -52,18 +52,23 @@ static int is_perf_xoption(const char *value)
     return strcmp(value, "perf") == 0 || strcmp(value, "perf_jit") == 0;
 }
 
-/* Scans the interpreter's own options (up to the script, -c or -m) for
- * -X perf / -X perf_jit. */
-static const char *xoption_requested(void)
+static int is_dev_xoption(const char *value)
+{
+    return strcmp(value, "dev") == 0;
+}
+
+/* Scans the interpreter's own options (up to the script, -c or -m) for an
+ * -X option accepted by `wanted`. */
+static int xoption_requested(int (*wanted)(const char *))
 {
     static char args[8192];
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return NULL;
+        return 0;
     ssize_t n = read(fd, args, sizeof args - 1);
     close(fd);
     if (n <= 0)
-        return NULL;
+        return 0;
     args[n] = '\0';
     const char *end = args + n;
     const char *arg = args;
@@ -83,7 +88,7 @@ static const char *xoption_requested(void)
     while (arg < end && arg[0] == '-') {
         if (strcmp(arg, "-c") == 0 || strcmp(arg, "-m") == 0 || strcmp(arg, "-") == 0 ||
             strcmp(arg, "--") == 0)
-            return NULL;
+            return 0;
         const char *value = NULL;
         if (strcmp(arg, "-X") == 0) {
             arg += strlen(arg) + 1;
@@ -93,12 +98,12 @@ static const char *xoption_requested(void)
         } else if (strcmp(arg, "-W") == 0) {
             arg += strlen(arg) + 1; /* its value */
         }
-        if (value != NULL && is_perf_xoption(value))
-            return "-X perf";
+        if (value != NULL && wanted(value))
+            return 1;
         if (arg < end)
             arg += strlen(arg) + 1;
     }
-    return NULL;
+    return 0;
 }
 
 const char *pi_coexist_cpython_requested(unsigned minor)
@@ -109,7 +114,23 @@ const char *pi_coexist_cpython_requested(unsigned minor)
         return "PYTHONPERFSUPPORT";
     if (minor >= 13 && truthy_env("PYTHON_PERF_JIT_SUPPORT"))
         return "PYTHON_PERF_JIT_SUPPORT";
-    return xoption_requested();
+    return xoption_requested(is_perf_xoption) ? "-X perf" : NULL;
+}
+
+const char *pi_coexist_allocator_switch(unsigned minor)
+{
+    /* PySys_AddAuditHook before initialisation allocates with the raw
+     * allocator of that moment; Py_Finalize frees with the configured one.
+     * PYTHONMALLOC and the development mode change it in between, and the
+     * free then crashes (debug hooks: "*** OUCH"; glibc: invalid pointer). */
+    if (minor < 8)
+        return NULL; /* no audit hook there */
+    const char *m = getenv("PYTHONMALLOC");
+    if (m != NULL && m[0] != '\0')
+        return "PYTHONMALLOC";
+    if (truthy_env("PYTHONDEVMODE"))
+        return "PYTHONDEVMODE";
+    return xoption_requested(is_dev_xoption) ? "-X dev" : NULL;
 }
 
 static void *interp_of_current(struct pi_state *s)

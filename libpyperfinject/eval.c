@@ -13,6 +13,7 @@
 #include "unwind_registry.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -190,13 +191,27 @@ static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
 
 static void announce(struct pi_state *s, const struct pi_tramp_info *info)
 {
+    const char *names[PI_MAX_BACKENDS];
+    int failed = 0, error = 0;
     for (int i = 0; i < s->nbackends; i++) {
         struct pi_backend *b = &s->backends[i];
         if (b->failed || b->ops->write(b->self, info) == 0)
             continue;
         b->failed = 1;
-        pi_log(PI_LOG_WARN, "stopped writing the %s: %m", b->ops->name);
+        if (failed == 0)
+            error = errno;
+        names[failed++] = b->ops->name;
     }
+    if (failed == 0)
+        return;
+    /* One line for one problem, however many outputs it stopped. */
+    char why[128];
+    if (error == EBADF)
+        snprintf(why, sizeof why, "the program closed its descriptor");
+    else
+        snprintf(why, sizeof why, "%s", strerror(error));
+    pi_log(PI_LOG_WARN, "stopped writing the %s%s%s: %s", names[0], failed > 1 ? " and the " : "",
+           failed > 1 ? names[1] : "", why);
 }
 
 /* Slow path: a code object without a trampoline. Returns NULL if none can be

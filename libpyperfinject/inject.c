@@ -157,6 +157,13 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     pi_log_set_level(s->cfg.verbose);
     if (!s->cfg.enable)
         return 1;
+    const char *allocator = pi_coexist_allocator_switch(minor);
+    if (allocator != NULL) {
+        snprintf(err, errlen, "%s changes Python's memory allocator after start-up, which the "
+                 "library's early audit hook cannot survive; not profiling this process",
+                 allocator);
+        return 2;
+    }
     const char *cpython = pi_coexist_cpython_requested(minor);
     if (cpython != NULL) {
         pi_log(PI_LOG_INFO, "CPython's own perf support is requested (%s); standing aside",
@@ -244,6 +251,10 @@ static void attach(void *handle)
         goto out;
     }
     int rc = prepare(&pi_state, handle, major, minor, deferred_error, sizeof deferred_error);
+    if (rc == 2) { /* a reason to stand aside without any hook: said at verbose 2 */
+        pi_log(PI_LOG_INFO, "%s", deferred_error);
+        rc = 1;
+    }
     if (rc == 1) {
         atomic_store(&attach_status, STOOD_ASIDE); /* PYPERFINJECT_ENABLE=0: no cost at all */
         goto out;

@@ -64,6 +64,12 @@ static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err
     j->size = 0;
     if (j->fd < 0)
         return -1;
+    if (pi_outfile_identify(j->fd, &j->id) != 0) {
+        snprintf(err, errlen, "cannot stat %s: %s", j->path, strerror(errno));
+        close(j->fd);
+        j->fd = -1;
+        return -1;
+    }
     uint8_t header[sizeof(struct pi_jitdump_header)];
     size_t n = pi_jr_header(header, sizeof header, j->elf_mach, (uint32_t)pid, now_ns());
     if (n == 0 || pi_outfile_append(j->fd, header, n, 0) != 0) {
@@ -110,6 +116,8 @@ static int jitdump_write(void *self, const struct pi_tramp_info *t)
     if (n == 0)
         return errno = EOVERFLOW, -1;
     used += n;
+    if (!pi_outfile_still_ours(j->fd, &j->id))
+        return errno = EBADF, -1; /* the program closed it and reused the number */
     if (pi_outfile_append(j->fd, buf, used, j->size) != 0)
         return -1;
     j->size += used;
@@ -165,7 +173,7 @@ static void jitdump_close(void *self)
     struct pi_jitdump *j = self;
     uint8_t rec[sizeof(struct pi_jr_prefix)];
     size_t n = pi_jr_code_close(rec, sizeof rec, now_ns());
-    if (j->closed || j->fd < 0 || n == 0)
+    if (j->closed || j->fd < 0 || n == 0 || !pi_outfile_still_ours(j->fd, &j->id))
         return;
     if (pi_outfile_append(j->fd, rec, n, j->size) == 0)
         j->size += n;

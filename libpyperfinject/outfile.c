@@ -43,6 +43,23 @@ int pi_outfile_open(const char *path, int access, char *err, size_t errlen)
     return fd;
 }
 
+int pi_outfile_identify(int fd, struct pi_file_id *id)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
+    return 0;
+}
+
+int pi_outfile_still_ours(int fd, const struct pi_file_id *id)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == id->dev &&
+           (uint64_t)st.st_ino == id->ino;
+}
+
 static int write_all(int fd, const char *p, size_t len, size_t *done)
 {
     *done = 0;

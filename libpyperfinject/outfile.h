@@ -20,6 +20,19 @@ int pi_outfile_path(char *path, size_t cap, const char *dir, const char *prefix,
  * in err. Async-signal-safe apart from the error text. */
 int pi_outfile_open(const char *path, int access, char *err, size_t errlen);
 
+/* The identity of an open output file. */
+struct pi_file_id {
+    uint64_t dev, ino;
+};
+
+/* Records the identity of fd. Returns 0 or -1. */
+int pi_outfile_identify(int fd, struct pi_file_id *id);
+
+/* 1 if fd still refers to the file identified by id: a program that closes
+ * every descriptor (daemons do) may reuse the number for a file of its own,
+ * which must never receive our records. */
+int pi_outfile_still_ours(int fd, const struct pi_file_id *id);
+
 /* Writes all of buf at the end of the file (fd opened O_APPEND), retrying on
  * EINTR. If the write stops short (disk full), the partial bytes are cut off
  * again at `size_before` so the file never holds half a record. Returns 0 or

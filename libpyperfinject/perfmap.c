@@ -21,6 +21,10 @@ static int perfmap_open(void *self, const char *dir, long pid, char *err, size_t
     /* O_RDWR: a forked child reads the inherited lines back from this fd. */
     m->fd = pi_outfile_open(m->path, O_RDWR | O_APPEND, err, errlen);
     m->size = 0;
+    if (m->fd >= 0 && pi_outfile_identify(m->fd, &m->id) != 0) {
+        close(m->fd);
+        m->fd = -1;
+    }
     return m->fd < 0 ? -1 : 0;
 }
 
@@ -31,6 +35,8 @@ static int perfmap_write(void *self, const struct pi_tramp_info *t)
     size_t len = pi_format_map_line(line, sizeof line, t->addr, t->code_size, t->symbol);
     if (len == 0)
         return errno = EOVERFLOW, -1;
+    if (!pi_outfile_still_ours(m->fd, &m->id))
+        return errno = EBADF, -1; /* the program closed it and reused the number */
     if (pi_outfile_append(m->fd, line, len, m->size) != 0)
         return -1;
     m->size += len;

@@ -141,6 +141,10 @@ void pi_coexist_watch(struct pi_state *s, void *interp);
  * (-X perf, PYTHONPERFSUPPORT, ...), or NULL. */
 const char *pi_coexist_cpython_requested(unsigned minor);
 
+/* coexist.c: why the memory allocator will change between the library's
+ * registration and finalisation (PYTHONMALLOC, development mode), or NULL. */
+const char *pi_coexist_allocator_switch(unsigned minor);
+
 /* interp.c: starts waiting for interpreters (audit hook or watcher). Uses
  * only the symbols it resolves itself from handle, so it works even when
  * preparing failed (the failure is then reported when Python starts). */
