@@ -96,11 +96,22 @@ if ! make -s lib tools >/dev/null 2>&1; then
 fi
 [ -s build/interpreters.txt ] || bash tests/provision/interpreters.sh >build/interpreters.txt 2>/dev/null
 
+# `make check SANITIZE=...` builds build/libpyperfinject.so instrumented (GCC):
+# its runtime must come first in LD_PRELOAD for the uninstrumented pythons.
+prefix=()
+case "${SANITIZE:-}" in
+*address*)
+    prefix=(--preload-prefix "$(gcc -print-file-name=libasan.so)")
+    export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
+*thread*)
+    prefix=(--preload-prefix "$(gcc -print-file-name=libtsan.so)")
+    export TSAN_OPTIONS="die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+esac
 if [ -z "$PY" ]; then
     note SKIP "harden, regrtest: no python3 to drive them"
 else
-    want harden && stage harden "$PY" tests/hardening/harden.py "--$mode"
-    want regrtest && stage regrtest "$PY" tests/hardening/regrtest.py "--$mode"
+    want harden && stage harden "$PY" tests/hardening/harden.py "--$mode" "${prefix[@]}"
+    want regrtest && stage regrtest "$PY" tests/hardening/regrtest.py "--$mode" "${prefix[@]}"
 fi
 if want fuzz; then
     if [ "$mode" = full ]; then
