@@ -527,6 +527,13 @@ def scenario_perf_fp(runner, interp, work):
         raise Skip(why)
     script = record_workload(runner, interp, work, ["-F", "499", "-g"],
                              {"PYPERFINJECT_DIR": "/tmp", "PYPERFINJECT_JITDUMP": "0"})
+    # perf reads /tmp/perf-PID.map only when it reports. Other programs'
+    # clean-ups (CPython's own test_perf_profiler globs /tmp/perf-*.map) may
+    # remove it in between: keep a copy and put it back if it went.
+    maps = cleanup_cpython_maps()
+    for pid, text in maps.items():
+        with open("/tmp/perf-%d.map" % pid, "w") as f:
+            f.write(text)
     try:
         return require_full_chains(runner, work, "perf.data", script)
     finally:
