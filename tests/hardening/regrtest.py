@@ -58,6 +58,10 @@ KNOWN = [
      "function for every slot of a code object's co_extra, set or not; once the library has "
      "tagged every code object, the test's ctypes (Python) free callback runs for all of them "
      "during finalisation (3.12's -X perf, also a co_extra user, crashes the same way)"),
+    ((3, 6), (3, 99), r"^test_pass_fds_redirected \(",
+     "the library's two output descriptors (perf-PID.map, jit-PID.dump) are open in the test's "
+     "child python, which lists its own descriptors and expects exactly the ones passed "
+     "(docs/reliability.md, L3)"),
     ((3, 11), (3, 11), r"^test_loop_quicken \(",
      "3.11 does not specialise Python-to-Python calls while a PEP 523 eval-frame function is "
      "installed; the test expects the specialised disassembly (3.12's -X perf: same)"),
@@ -196,7 +200,10 @@ def compare(a, b):
     for m in sorted(set(a["verdicts"]) | set(b["verdicts"])):
         if a["verdicts"].get(m) != b["verdicts"].get(m):
             diffs.append(("module", m, a["verdicts"].get(m), b["verdicts"].get(m)))
-    for t in sorted(set(a["tests"]) | set(b["tests"])):
+    for t in sorted(set(a["tests"]) & set(b["tests"])):
+        # (a test found in one output only is a parsing artefact: children
+        # of multiprocessing tests print into the verbose output; a test that
+        # really did not run shows in the module's verdict)
         x, y = a["tests"].get(t), b["tests"].get(t)
         if x != y:
             diffs.append(("test", t, x, y))
@@ -205,7 +212,8 @@ def compare(a, b):
 
 def same_results(a, b, mod):
     """The module's verdict and every test's outcome agree."""
-    return a["verdicts"].get(mod) == b["verdicts"].get(mod) and a["tests"] == b["tests"]
+    return not compare(dict(a, verdicts={mod: a["verdicts"].get(mod)}),
+                       dict(b, verdicts={mod: b["verdicts"].get(mod)}))
 
 
 def describe(ds):
