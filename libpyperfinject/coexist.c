@@ -16,6 +16,7 @@
 #include "state.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -139,11 +140,18 @@ static void *interp_of_current(struct pi_state *s)
     return tstate ? *(void **)((char *)tstate + 16) : NULL;
 }
 
-/* Called instead of sys.activate_stack_trampoline(backend); `original` is
- * CPython's function. */
-static pi_pyobj *activate_wrapper(pi_pyobj *original, pi_pyobj *args, pi_pyobj *kwargs)
+/* The wrapper's `self` is a module of its own holding CPython's function:
+ * a module, so that the wrapper's __qualname__ is its bare name as for
+ * CPython's (a builtin bound to anything else is qualified by its type). */
+#define ORIGINAL_ATTR "activate_stack_trampoline"
+
+/* Called instead of sys.activate_stack_trampoline(backend). */
+static pi_pyobj *activate_wrapper(pi_pyobj *holder, pi_pyobj *args, pi_pyobj *kwargs)
 {
     struct pi_state *s = &pi_state;
+    pi_pyobj *original = s->py.ObjectGetAttrString(holder, ORIGINAL_ATTR);
+    if (original == NULL)
+        return NULL;
     void *interp = interp_of_current(s);
     int left = interp != NULL && pi_interp_yield(s, interp, 1);
     pi_pyobj *backend = s->py.TupleGetItem(args, 0);
@@ -151,6 +159,7 @@ static pi_pyobj *activate_wrapper(pi_pyobj *original, pi_pyobj *args, pi_pyobj *
     if (backend == NULL || name == NULL)
         s->py.ErrClear(); /* CPython reports a bad argument itself below */
     pi_pyobj *result = s->py.ObjectCall(original, args, kwargs);
+    s->py.DecRef(original);
     if (result == NULL && left) {
         pi_interp_yield(s, interp, 0); /* CPython did not take it */
     } else if (result != NULL && left) {
@@ -167,10 +176,65 @@ static pi_pyobj *activate_wrapper(pi_pyobj *original, pi_pyobj *args, pi_pyobj *
     return result;
 }
 
+/* The wrapper must look like CPython's function to introspection (help(),
+ * inspect.signature): same name, and the same internal doc, from which
+ * CPython derives __doc__ and __text_signature__ ("NAME(SIG)\n--\n\nDOC"). */
 static struct method_def activate_def = {
-    "activate_stack_trampoline", (void *)activate_wrapper, METH_VARARGS | METH_KEYWORDS,
-    "Activate the perf profiler trampoline (CPython's; libpyperfinject steps aside first).",
+    "activate_stack_trampoline", (void *)activate_wrapper, METH_VARARGS | METH_KEYWORDS, NULL,
 };
+static char activate_doc[2048];
+
+/* Under the GIL: str(getattr(o, name)) into buf, or "" (errors cleared). */
+static void attr_text(struct pi_state *s, pi_pyobj *o, const char *name, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    pi_pyobj *v = s->py.ObjectGetAttrString(o, name);
+    pi_ssize_t n = 0;
+    const char *text = v != NULL ? s->py.UnicodeAsUTF8AndSize(v, &n) : NULL;
+    if (text != NULL && (size_t)n < len)
+        memcpy(buf, text, (size_t)n + 1);
+    if (v != NULL)
+        s->py.DecRef(v);
+    s->py.ErrClear(); /* None, absent or too long: no text */
+}
+
+/* Under the GIL, once: the wrapper's internal doc, rebuilt from CPython's. */
+static void build_doc(struct pi_state *s, pi_pyobj *original)
+{
+    char sig[256], doc[1536], full[sizeof activate_doc];
+    attr_text(s, original, "__text_signature__", sig, sizeof sig);
+    attr_text(s, original, "__doc__", doc, sizeof doc);
+    if (sig[0] != '\0')
+        snprintf(full, sizeof full, "%s%s\n--\n\n%s", activate_def.name, sig, doc);
+    else
+        snprintf(full, sizeof full, "%s", doc);
+    pthread_mutex_lock(&s->lock);
+    if (activate_def.doc == NULL && full[0] != '\0') {
+        memcpy(activate_doc, full, sizeof activate_doc);
+        activate_def.doc = activate_doc;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Under the GIL: sys.activate_stack_trampoline replaced by the wrapper. */
+static void wrap(struct pi_state *s, pi_pyobj *original)
+{
+    build_doc(s, original);
+    pi_pyobj *holder = s->py.ModuleNew("sys");
+    pi_pyobj *module = s->py.ObjectGetAttrString(original, "__module__");
+    pi_pyobj *wrapper = NULL;
+    if (holder != NULL && module != NULL &&
+        s->py.ObjectSetAttrString(holder, ORIGINAL_ATTR, original) == 0)
+        wrapper = s->py.CFunctionNewEx(&activate_def, holder, module);
+    if (wrapper == NULL || s->py.SysSetObject("activate_stack_trampoline", wrapper) != 0)
+        s->py.ErrClear(); /* CPython's own function stays */
+    if (wrapper != NULL)
+        s->py.DecRef(wrapper);
+    if (module != NULL)
+        s->py.DecRef(module);
+    if (holder != NULL)
+        s->py.DecRef(holder);
+}
 
 void pi_coexist_watch(struct pi_state *s, void *interp)
 {
@@ -195,13 +259,8 @@ void pi_coexist_watch(struct pi_state *s, void *interp)
     if (saved)
         s->py.ErrFetch(&et, &ev, &etb);
     pi_pyobj *original = s->py.SysGetObject("activate_stack_trampoline");
-    if (original != NULL) {
-        pi_pyobj *wrapper = s->py.CFunctionNewEx(&activate_def, original, NULL);
-        if (wrapper == NULL || s->py.SysSetObject("activate_stack_trampoline", wrapper) != 0)
-            s->py.ErrClear();
-        if (wrapper != NULL)
-            s->py.DecRef(wrapper);
-    }
+    if (original != NULL)
+        wrap(s, original);
     if (saved)
         s->py.ErrRestore(et, ev, etb);
 }

@@ -45,6 +45,9 @@ static const struct symbol symbols[] = {
     {F(CFunctionNewEx), {"PyCFunction_NewEx"}, 6, 99},
     {F(ObjectCall), {"PyObject_Call"}, 6, 99},
     {F(TupleGetItem), {"PyTuple_GetItem"}, 6, 99},
+    {F(ObjectGetAttrString), {"PyObject_GetAttrString"}, 6, 99},
+    {F(ObjectSetAttrString), {"PyObject_SetAttrString"}, 6, 99},
+    {F(ModuleNew), {"PyModule_New"}, 6, 99},
 };
 #undef F
 

@@ -43,6 +43,9 @@ struct pi_py {
     pi_pyobj *(*CFunctionNewEx)(void *methoddef, pi_pyobj *self, pi_pyobj *module);
     pi_pyobj *(*ObjectCall)(pi_pyobj *callable, pi_pyobj *args, pi_pyobj *kwargs);
     pi_pyobj *(*TupleGetItem)(pi_pyobj *tuple, pi_ssize_t i);     /* borrowed */
+    pi_pyobj *(*ObjectGetAttrString)(pi_pyobj *o, const char *name);
+    int (*ObjectSetAttrString)(pi_pyobj *o, const char *name, pi_pyobj *v);
+    pi_pyobj *(*ModuleNew)(const char *name);
     int free_threaded; /* detected from build-specific symbols */
 };
 

@@ -148,12 +148,20 @@ class Ctx(object):
 
     def run(self, argv, preload, outdir, extra=None, cwd=None, timeout=TIMEOUT, preexec=None):
         env = self.env(preload, dict({"PYPERFINJECT_DIR": outdir}, **(extra or {})))
+        # A session of its own: on a timeout the whole tree goes, hung
+        # children included.
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             cwd=cwd or outdir, preexec_fn=preexec, start_new_session=True)
         try:
-            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                               cwd=cwd or outdir, timeout=timeout, preexec_fn=preexec)
+            out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.communicate()
             raise Fail("timed out after %ds (deadlock?): %s" % (timeout, " ".join(argv)[:200]))
-        return Result(p.returncode, p.stdout, p.stderr)
+        return Result(p.returncode, out, err)
 
     def planted(self, argv, outdir, plant, extra=None, cwd=None, timeout=TIMEOUT):
         """Runs argv (preloaded) in a child whose pid is known before it
@@ -165,6 +173,7 @@ class Ctx(object):
         pid = os.fork()
         if pid == 0:
             try:
+                os.setsid()
                 os.close(w)
                 os.read(r, 1)
                 fd = os.open(out_path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -187,7 +196,7 @@ class Ctx(object):
             if done:
                 break
             if time.time() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 raise Fail("timed out after %ds (deadlock?)" % timeout)
             time.sleep(0.01)
@@ -973,6 +982,31 @@ def t_forks(ctx, interp, work):
            "dump complete" % nproc
 
 
+def t_fork_thread_exit(ctx, interp, work):
+    """Forks while other threads exit (pthread_exit unwinds through libgcc
+    on 3.6-3.8): no child may hang. Registering arenas with libgcc
+    (__register_frame_table) makes every unwind take libgcc's global mutex;
+    a fork while another thread holds it leaves it locked in the child."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, "-W", "ignore::DeprecationWarning", script("fork_thread_exit.py"),
+            "150", "1100", "30000"]
+    start = time.time()
+    plain = ctx.run(argv, False, out, timeout=120)
+    took = time.time() - start
+    if plain.returncode != 0:
+        raise Skip("the workload fails without the library: %r" % plain.stderr[-200:])
+    limit = max(40, int(took * 6))
+    try:
+        pre = ctx.run(argv, True, out, {"PYPERFINJECT_FORK_COPY": "0"}, timeout=limit)
+    except Fail:
+        raise Fail("deadlock: not done after %ds (%.0fs without the library); a child waits "
+                   "for libgcc's object_mutex, inherited locked from a thread that was "
+                   "unwinding at the fork" % (limit, took))
+    same_program(plain, pre, "fork_thread_exit.py", 0)
+    return "150 forks while threads exit: no hang (%.0fs without the library)" % took
+
+
 def t_subinterp(ctx, interp, work):
     if interp.version < (3, 8):
         raise Skip("3.6/3.7: no audit hooks, subinterpreters are not hooked (docs/design.md)")
@@ -1242,6 +1276,33 @@ def t_fd_closed(ctx, interp, work):
     return "the program's file intact" + ("; " + mine[0][:80] if mine else "")
 
 
+def t_sys_introspection(ctx, interp, work):
+    """What the program sees of sys: the library's stand-in for
+    sys.activate_stack_trampoline (3.12+) must look like the original to
+    introspection (inspect.signature, names, doc, module)."""
+    if interp.version < (3, 12):
+        raise Skip("sys.activate_stack_trampoline exists from 3.12")
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    code = ("import inspect, sys, json\n"
+            "import os.path\n"  # an audit event or two: the wrapper is in by now
+            "f = sys.activate_stack_trampoline\n"
+            "try:\n"
+            "    sig = str(inspect.signature(f))\n"
+            "except (ValueError, TypeError) as e:\n"
+            "    sig = 'no signature: %s' % type(e).__name__\n"
+            "print(json.dumps([sig, f.__name__, f.__qualname__, f.__module__, f.__doc__, repr(f),\n"
+            "                  f.__self__.__name__,\n"
+            "                  getattr(f, '__text_signature__', None),\n"
+            "                  [n for n in dir(sys) if n.endswith('trampoline')]]))\n")
+    argv = [interp.command, "-c", code]
+    plain = ctx.run(argv, False, out)
+    pre = ctx.run(argv, True, out)
+    same_program(plain, pre, "introspecting sys.activate_stack_trampoline", 0)
+    return "signature, names, doc and module as without the library: " + \
+        plain.stdout.decode().split(",")[0].strip('["')
+
+
 def t_forkwarn(ctx, interp, work):
     """A single-threaded program's fork() must not start warning about
     threads (3.12+ counts OS threads) because of the library. Opt-in runtime
@@ -1290,6 +1351,7 @@ TESTS = [
     ("crash/sigkill-perf-inject", t_kill_perf, ("debian",)),
     ("conc/threads-64x1000", t_threads, ("debian", "oldest", "newest-sid")),
     ("conc/fork-200", t_forks, ("debian", "newest-pyenv")),
+    ("conc/fork-while-threads-exit", t_fork_thread_exit, ("oldest", "debian")),
     ("conc/subinterpreters", t_subinterp, ("debian", "newest-pyenv")),
     ("conc/exec-chain", t_exec_chain, ("debian",)),
     ("sec/mode-0600", t_mode, ("debian",)),
@@ -1297,6 +1359,7 @@ TESTS = [
     ("sec/at-secure", t_at_secure, ("debian",)),
     ("sec/fork-warning", t_forkwarn, ("newest-pyenv",)),
     ("sec/fds-closed-by-program", t_fd_closed, ("debian", "oldest")),
+    ("input/sys-introspection", t_sys_introspection, ("newest-pyenv", "newest-sid")),
     ("input/allocator-switch", t_allocator, ("debian", "debian-dbg", "oldest", "newest-pyenv")),
     ("input/recursion-depth", t_recursion, SMOKE_ALL),
 ]
