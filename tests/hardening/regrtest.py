@@ -68,7 +68,7 @@ KNOWN = [
 ]
 
 ID_ONLY = re.compile(r"^(\w+) \(([\w.]+)\)\s*$")
-WITH_RESULT = re.compile(r"^(?:(\w+) \(([\w.]+)\))?.*? \.\.\. (ok|FAIL|ERROR|skipped|expected "
+WITH_RESULT = re.compile(r"^\s*(?:(\w+) \(([\w.]+)\))?.*? \.\.\. (ok|FAIL|ERROR|skipped|expected "
                          r"failure|unexpected success)\b")
 
 
@@ -106,8 +106,11 @@ def verdicts(text, modules):
             continue
         if section and line.startswith("    "):
             for name in line.split():
-                if name in result:
-                    result[name] = section if section != "altered the execution environment" \
+                # a package's tests are listed as package.module (3.13 test_inspect)
+                mod = name if name in result else next(
+                    (m for m in result if name.startswith(m + ".")), None)
+                if mod:
+                    result[mod] = section if section != "altered the execution environment" \
                         else "env changed"
             continue
         if not line.strip():

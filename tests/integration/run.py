@@ -889,6 +889,7 @@ def main():
     parser.add_argument("--aarch64-lib",
                         default=os.path.join(ROOT, "build-aarch64", "libpyperfinject.so"))
     parser.add_argument("--only", default="")
+    parser.add_argument("--scenario", default="", help="comma-separated scenario names")
     parser.add_argument("--interpreters", help="file of LABEL<TAB>COMMAND<TAB>KIND lines")
     parser.add_argument("--matrix-out", default=os.path.join(ROOT, "build", "support-matrix.md"))
     args = parser.parse_args()
@@ -920,6 +921,8 @@ def main():
                        % runner.lib)
                 continue
             for name, fn in SCENARIOS:
+                if args.scenario and name not in args.scenario.split(","):
+                    continue
                 work = tempfile.mkdtemp(prefix=name + "-", dir=base)
                 try:
                     note = fn(runner, interp, work) or ""
