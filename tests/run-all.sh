@@ -131,15 +131,14 @@ fi
 # Suites with a runner of their own; each ends with "NAME: N passed, N failed,
 # N skipped" (tests/wrapper: pyperf-run and containers; tests/aarch64: the
 # cross build under qemu; bench: the benchmark in smoke mode; tests/hardening).
-# The hardening suite's fuzz and sanitizer stages are not part of check yet
-# (issue #8 is open: a checker crash found by fuzzing and the sanitizer
-# preflight are being fixed); its other stages are.
+# The hardening suite runs every stage: harden, regrtest, fuzz (12 s per
+# libFuzzer target) and sanitize (the short ASan+UBSan and TSan run).
 for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
     [ -f "$suite/run.sh" ] || continue
     stage "$suite"
     log=build/$(basename "$suite").log
     args=(--smoke)
-    [ "$suite" = tests/hardening ] && args+=(--stage harden --stage regrtest)
+    [ "$suite" = tests/hardening ] && args+=(--stage harden --stage regrtest --stage fuzz)
     bash "$suite/run.sh" "${args[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
