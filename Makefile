@@ -38,7 +38,7 @@ $(BUILD)/obj/%.o: libpyperfinject/%.c $(wildcard libpyperfinject/*.h) | $(BUILD)
 $(BUILD)/obj/%.o: libpyperfinject/%.S | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c tests/tools/jitdump_check.h $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
+$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c $(wildcard tests/tools/*.h) $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -Itests/tools -c -o $@ $<
 
 $(BUILD)/libpyperfinject.so: $(LIB_OBJ) libpyperfinject/exports.map
@@ -54,7 +54,7 @@ tools: $(BUILD)/jitdump-check
 $(BUILD)/jitdump-check: tests/tools/jitdump_check_main.c $(TOOL_OBJ) $(BUILD)/libpyperfinject.a
 	$(CC) $(ALL_CFLAGS) -Itests/tools -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(TOOL_OBJ) $(BUILD)/libpyperfinject.a | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/tools/*.h) $(TOOL_OBJ) $(BUILD)/libpyperfinject.a | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -Itests/tools -Itests/unit -o $@ $< $(TOOL_OBJ) $(BUILD)/libpyperfinject.a -lcmocka $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)

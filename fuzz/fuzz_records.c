@@ -18,52 +18,11 @@
 #include "jitdump_format.h"
 #include "jitdump_records.h"
 #include "names.h"
+#include "tramp_code.h"
 
 #define MAXN 24
 #define PID 31337u
 #define BASE 0x7f3400000000ull
-
-/* Template bytes (tramp_*.S) + padding + 8-byte tag; returns the shape. */
-static struct pi_tramp_shape make_code(int variant, uint8_t *code, uint64_t tag)
-{
-    static const uint8_t x86[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3};
-    static const uint8_t endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
-    static const uint32_t a64[] = {0xa9bf7bfd, 0x910003fd, 0xd63f0060, 0xa8c17bfd, 0xd65f03c0};
-    int arm = variant & 2, pad = variant & 1;
-    struct pi_tramp_shape s = {arm ? PI_ARCH_AARCH64 : PI_ARCH_X86_64, 0, 0, 0, 0};
-    size_t at = 0;
-    if (!arm) {
-        if (pad) {
-            memcpy(code, endbr64, sizeof endbr64);
-            at = sizeof endbr64;
-        }
-        s.after_push = (uint32_t)at + 1;
-        s.after_setfp = (uint32_t)at + 4;
-        s.after_pop = (uint32_t)at + 7;
-        memcpy(code + at, x86, sizeof x86);
-        at += sizeof x86;
-        while (at % 8)
-            code[at++] = 0xcc;
-    } else {
-        uint32_t words[8];
-        size_t n = 0;
-        if (pad)
-            words[n++] = 0xd503245f; /* bti c */
-        s.after_push = (uint32_t)(n + 1) * 4;
-        s.after_setfp = (uint32_t)(n + 2) * 4;
-        s.after_pop = (uint32_t)(n + 4) * 4;
-        for (size_t i = 0; i < 5; i++)
-            words[n++] = a64[i];
-        if (n % 2)
-            words[n++] = 0xd503201f; /* nop */
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < 4; k++)
-                code[at++] = (uint8_t)(words[i] >> (8 * k));
-    }
-    memcpy(code + at, &tag, sizeof tag);
-    s.code_size = (uint32_t)(at + 8);
-    return s;
-}
 
 /* Runs an encoder into an exact-size buffer and into one a byte short. */
 #define ENCODE(dst, size_expr, call_with_buf_cap)                                              \
@@ -97,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fz f = {data, size};
-    int variant = fz_u8(&f) & 3;
+    int variant = fz_u8(&f) & 3; /* bit 1: aarch64, bit 0: endbr64 / bti c */
+    enum pi_arch arch = variant & 2 ? PI_ARCH_AARCH64 : PI_ARCH_X86_64;
     size_t n = 1 + fz_u8(&f) % MAXN;
     int close = fz_u8(&f) & 1;
     static struct tramp t[MAXN];
@@ -138,14 +98,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *p = dump;
     size_t *group_end = malloc((n + 2) * sizeof *group_end);
     FUZZ_CHECK(group_end != NULL, "out of memory");
-    uint32_t mach = pi_arch_elf_mach(variant & 2 ? PI_ARCH_AARCH64 : PI_ARCH_X86_64);
+    uint32_t mach = pi_arch_elf_mach(arch);
     ENCODE(p, sizeof(struct pi_jitdump_header), pi_jr_header(buf, cap, mach, PID, 7));
     group_end[0] = (size_t)(p - dump);
     uint64_t ts = fz_u32(&f);
     for (size_t i = 0; i < n; i++) {
         uint8_t code[64], unwind[256];
         struct pi_unwind_sizes sz;
-        struct pi_tramp_shape s = make_code(variant, code, 0x5100 + i);
+        struct pi_tramp_shape s = make_tramp_code(arch, variant & 1, code, 0x5100 + i);
         FUZZ_CHECK(pi_ehframe_build(&s, NULL, 0, &sz) == 0 && sz.total > 0, "measure");
         FUZZ_CHECK(pi_ehframe_build(&s, unwind, sz.total - 1, NULL) == 0, "short eh build");
         FUZZ_CHECK(pi_ehframe_build(&s, unwind, sizeof unwind, NULL) == sz.total, "eh build");

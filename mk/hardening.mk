@@ -26,7 +26,7 @@ FUZZ_LIB_SRC := libpyperfinject/names.c libpyperfinject/config.c libpyperfinject
 FUZZ_BIN := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_LIB_SRC) \
-                      $(wildcard libpyperfinject/*.h) tests/tools/jitdump_check.h
+                      $(wildcard libpyperfinject/*.h) $(wildcard tests/tools/*.h)
 	@mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_SRC)
 

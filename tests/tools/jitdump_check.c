@@ -4,11 +4,12 @@
  * DW_EH_PE names); every expectation (template bytes, CFA rules, the slot
  * layout arithmetic) is restated here from the formats, so a mistake in
  * the builder is not mirrored by the checker. Fields are copied out with
- * memcpy: records are unaligned in the file. */
+ * memcpy (bytes.h, cur_take): records are unaligned in the file. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "jitdump_check.h"
 
+#include "bytes.h"
 #include "ehframe.h"
 #include "jitdump_format.h"
 
@@ -126,20 +127,6 @@ static void violate(struct pi_jdc_report *r, struct where at, enum pi_jdc_issue 
 /* ------------------------------------------------------------------ */
 /* Byte access                                                         */
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static int32_t rds32(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static uint64_t round8(uint64_t v)
 {
     return (v + 7) & ~(uint64_t)7;
@@ -165,33 +152,21 @@ static bool cur_take(struct cur *c, void *dst, size_t n)
     return true;
 }
 
-static uint8_t cur_u8(struct cur *c)
-{
-    uint8_t v;
-    cur_take(c, &v, sizeof v);
-    return v;
-}
+/* Fixed-size fields: each width is the same read through cur_take. */
+#define CUR_FIXED(type, name)                                                                  \
+    static type name(struct cur *c)                                                            \
+    {                                                                                          \
+        type v;                                                                                \
+        cur_take(c, &v, sizeof v);                                                             \
+        return v;                                                                              \
+    }
 
-static uint16_t cur_u16(struct cur *c)
-{
-    uint16_t v;
-    cur_take(c, &v, sizeof v);
-    return v;
-}
+CUR_FIXED(uint8_t, cur_u8)
+CUR_FIXED(uint16_t, cur_u16)
+CUR_FIXED(uint32_t, cur_u32)
+CUR_FIXED(int32_t, cur_s32)
 
-static uint32_t cur_u32(struct cur *c)
-{
-    uint32_t v;
-    cur_take(c, &v, sizeof v);
-    return v;
-}
-
-static int32_t cur_s32(struct cur *c)
-{
-    int32_t v;
-    cur_take(c, &v, sizeof v);
-    return v;
-}
+#undef CUR_FIXED
 
 static uint64_t cur_uleb(struct cur *c)
 {
@@ -323,7 +298,7 @@ enum pi_jdc_issue pi_jdc_parse_eh_frame(const uint8_t *eh, size_t len, struct pi
 
     /* What follows: a zero terminator, possibly more. */
     size_t end = (size_t)out->fde_offset + out->fde_size;
-    if (len - end >= 4 && rd32(eh + end) == 0) {
+    if (len - end >= 4 && u32_at(eh + end) == 0) {
         out->terminated = true;
         end += 4;
     }
@@ -340,10 +315,10 @@ bool pi_jdc_parse_eh_hdr(const uint8_t *hdr, size_t len, struct pi_jdc_eh_hdr *o
     out->eh_frame_ptr_enc = hdr[1];
     out->fde_count_enc = hdr[2];
     out->table_enc = hdr[3];
-    out->eh_frame_ptr = rds32(hdr + 4);
-    out->fde_count = rd32(hdr + 8);
-    out->table_from = rds32(hdr + 12);
-    out->table_to = rds32(hdr + 16);
+    out->eh_frame_ptr = s32_at(hdr + 4);
+    out->fde_count = u32_at(hdr + 8);
+    out->table_from = s32_at(hdr + 12);
+    out->table_to = s32_at(hdr + 16);
     return true;
 }
 
@@ -916,14 +891,24 @@ static bool add_load(struct scan *s, const struct pi_jdc_load *l, const uint8_t 
     return true;
 }
 
+/* Copies a record's fixed-size head (len bytes) into dst, or reports the
+ * record too short: it needs `need` bytes, the head and what must follow. */
+static bool record_head(struct scan *s, const char *what, const uint8_t *rec, uint32_t size,
+                        void *dst, size_t len, size_t need)
+{
+    if (size < need) {
+        violate(s->r, s->at, PI_JDC_BAD_RECORD_SIZE, "%s of %u bytes", what, size);
+        return false;
+    }
+    memcpy(dst, rec, len);
+    return true;
+}
+
 static void on_debug_info(struct scan *s, const uint8_t *rec, uint32_t size)
 {
     struct pi_jr_debug_info d;
-    if (size < sizeof d) {
-        violate(s->r, s->at, PI_JDC_BAD_RECORD_SIZE, "DEBUG_INFO of %u bytes", size);
+    if (!record_head(s, "DEBUG_INFO", rec, size, &d, sizeof d, sizeof d))
         return;
-    }
-    memcpy(&d, rec, sizeof d);
     if (s->debug.set)
         violate(s->r, s->debug.at, PI_JDC_BAD_DEBUG_INFO,
                 "DEBUG_INFO is not followed by a CODE_LOAD");
@@ -974,11 +959,8 @@ static void on_debug_info(struct scan *s, const uint8_t *rec, uint32_t size)
 static void on_unwinding_info(struct scan *s, const uint8_t *rec, uint32_t size)
 {
     struct pi_jr_unwinding_info u;
-    if (size < sizeof u) {
-        violate(s->r, s->at, PI_JDC_BAD_RECORD_SIZE, "UNWINDING_INFO of %u bytes", size);
+    if (!record_head(s, "UNWINDING_INFO", rec, size, &u, sizeof u, sizeof u))
         return;
-    }
-    memcpy(&u, rec, sizeof u);
     s->r->unwinds++;
     if (u.unwinding_size > size - sizeof u) {
         violate(s->r, s->at, PI_JDC_BAD_UNWIND_RECORD,
@@ -1017,11 +999,8 @@ static void on_code_load(struct scan *s, const uint8_t *rec, uint32_t size)
     struct pi_jr_code_load l;
     struct pi_jdc_report *r = s->r;
 
-    if (size < sizeof l + 1) {
-        violate(r, s->at, PI_JDC_BAD_RECORD_SIZE, "CODE_LOAD of %u bytes", size);
+    if (!record_head(s, "CODE_LOAD", rec, size, &l, sizeof l, sizeof l + 1)) /* + name's NUL */
         return;
-    }
-    memcpy(&l, rec, sizeof l);
     const uint8_t *name = rec + sizeof l;
     const uint8_t *nul = memchr(name, 0, size - sizeof l);
     if (!nul) {

@@ -18,13 +18,15 @@
 #include <sys/mman.h>
 #include <unwind.h>
 
+#include "bytes.h"
 #include "ehframe.h"
 #include "jitdump_check.h"
+#include "tramp_code.h"
 
 #define EM_X86_64 62
 #define EM_AARCH64 183
 
-/* ---- Template code, as the lead's tramp_*.S assemble it. ---- */
+/* ---- Template variants (code: tests/tools/tramp_code.h). ---- */
 
 struct variant {
     const char *name;
@@ -37,93 +39,14 @@ static const struct variant x86_cet = { "x86_64+CET", PI_ARCH_X86_64, 1 };
 static const struct variant a64 = { "aarch64", PI_ARCH_AARCH64, 0 };
 static const struct variant a64_bti = { "aarch64+BTI", PI_ARCH_AARCH64, 1 };
 
-static const uint8_t X86_ENDBR64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-static const uint8_t X86_PUSH_RBP[] = { 0x55 };
-static const uint8_t X86_MOV_RSP_RBP[] = { 0x48, 0x89, 0xe5 };
-static const uint8_t X86_CALL_RCX[] = { 0xff, 0xd1 };
-static const uint8_t X86_POP_RBP[] = { 0x5d };
-static const uint8_t X86_RET[] = { 0xc3 };
-static const uint8_t X86_INT3 = 0xcc;
-
-enum {
-    A64_BTI_C = 0xd503245f,
-    A64_STP_FP_LR = 0xa9bf7bfd, /* stp x29, x30, [sp, #-16]! */
-    A64_MOV_FP_SP = 0x910003fd, /* mov x29, sp */
-    A64_BLR_X3 = 0xd63f0060,
-    A64_LDP_FP_LR = 0xa8c17bfd, /* ldp x29, x30, [sp], #16 */
-    A64_RET = 0xd65f03c0,
-    A64_NOP = 0xd503201f,
-};
-
-static size_t put(uint8_t *code, size_t at, const uint8_t *insn, size_t n)
-{
-    memcpy(code + at, insn, n);
-    return at + n;
-}
-
-static size_t put_a64(uint8_t *code, size_t at, uint32_t word)
-{
-    uint8_t le[4] = { (uint8_t)word, (uint8_t)(word >> 8), (uint8_t)(word >> 16),
-                      (uint8_t)(word >> 24) };
-    return put(code, at, le, 4);
-}
-
-/* Writes the template + padding + tag into code and returns the shape the
- * assembler's labels would give. */
 static struct pi_tramp_shape make_code(const struct variant *v, uint8_t *code, uint64_t tag)
 {
-    struct pi_tramp_shape s = { v->arch, 0, 0, 0, 0 };
-    size_t at = 0;
-
-    if (v->arch == PI_ARCH_X86_64) {
-        if (v->landing_pad)
-            at = put(code, at, X86_ENDBR64, sizeof X86_ENDBR64);
-        at = put(code, at, X86_PUSH_RBP, sizeof X86_PUSH_RBP);
-        s.after_push = (uint32_t)at;
-        at = put(code, at, X86_MOV_RSP_RBP, sizeof X86_MOV_RSP_RBP);
-        s.after_setfp = (uint32_t)at;
-        at = put(code, at, X86_CALL_RCX, sizeof X86_CALL_RCX);
-        at = put(code, at, X86_POP_RBP, sizeof X86_POP_RBP);
-        s.after_pop = (uint32_t)at;
-        at = put(code, at, X86_RET, sizeof X86_RET);
-        while (at % 8)
-            code[at++] = X86_INT3;
-    } else {
-        if (v->landing_pad)
-            at = put_a64(code, at, A64_BTI_C);
-        at = put_a64(code, at, A64_STP_FP_LR);
-        s.after_push = (uint32_t)at;
-        at = put_a64(code, at, A64_MOV_FP_SP);
-        s.after_setfp = (uint32_t)at;
-        at = put_a64(code, at, A64_BLR_X3);
-        at = put_a64(code, at, A64_LDP_FP_LR);
-        s.after_pop = (uint32_t)at;
-        at = put_a64(code, at, A64_RET);
-        while (at % 8)
-            at = put_a64(code, at, A64_NOP);
-    }
-    memcpy(code + at, &tag, sizeof tag);
-    s.code_size = (uint32_t)(at + sizeof tag);
-    return s;
+    return make_tramp_code(v->arch, v->landing_pad, code, tag);
 }
 
 static uint32_t elf_mach_of(const struct variant *v)
 {
     return v->arch == PI_ARCH_X86_64 ? EM_X86_64 : EM_AARCH64;
-}
-
-static int32_t s32_at(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint32_t u32_at(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
 }
 
 /* ---- GNU as reference ----

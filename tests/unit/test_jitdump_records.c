@@ -18,34 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "ehframe.h"
 #include "jitdump_check.h"
 #include "jitdump_format.h"
 #include "jitdump_records.h"
-
-static uint32_t u32_at(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t u64_at(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static void set_u32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-static void set_u64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, sizeof v);
-}
+#include "tramp_code.h"
 
 /* ---- Encoders: fields at the spec's offsets. ---- */
 
@@ -186,47 +164,9 @@ struct variant {
     int landing_pad;
 };
 
-/* Template bytes (see tramp_*.S) + padding + tag; returns the shape. */
 static struct pi_tramp_shape make_code(struct variant v, uint8_t *code, uint64_t tag)
 {
-    static const uint8_t x86[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3 };
-    static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-    static const uint32_t a64[] = { 0xa9bf7bfd, 0x910003fd, 0xd63f0060, 0xa8c17bfd, 0xd65f03c0 };
-    static const uint32_t bti_c = 0xd503245f;
-    struct pi_tramp_shape s = { v.arch, 0, 0, 0, 0 };
-    size_t at = 0;
-
-    if (v.arch == PI_ARCH_X86_64) {
-        if (v.landing_pad) {
-            memcpy(code, endbr64, sizeof endbr64);
-            at = sizeof endbr64;
-        }
-        s.after_push = (uint32_t)at + 1;
-        s.after_setfp = (uint32_t)at + 4;
-        s.after_pop = (uint32_t)at + 7;
-        memcpy(code + at, x86, sizeof x86);
-        at += sizeof x86;
-        while (at % 8)
-            code[at++] = 0xcc;
-    } else {
-        uint32_t words[8];
-        size_t n = 0;
-        if (v.landing_pad)
-            words[n++] = bti_c;
-        s.after_push = (uint32_t)(n + 1) * 4;
-        s.after_setfp = (uint32_t)(n + 2) * 4;
-        s.after_pop = (uint32_t)(n + 4) * 4;
-        for (size_t i = 0; i < 5; i++)
-            words[n++] = a64[i];
-        if (n % 2)
-            words[n++] = 0xd503201f; /* nop */
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < 4; k++)
-                code[at++] = (uint8_t)(words[i] >> (8 * k));
-    }
-    memcpy(code + at, &tag, sizeof tag);
-    s.code_size = (uint32_t)(at + 8);
-    return s;
+    return make_tramp_code(v.arch, v.landing_pad, code, tag);
 }
 
 enum order { DEBUG_UNWIND_LOAD, UNWIND_DEBUG_LOAD, NO_UNWIND };
