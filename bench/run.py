@@ -300,11 +300,14 @@ class Runner(object):
         env["PYPERFINJECT_DIR"] = outdir
         if cfg.preload:
             env.update(cfg.env)
+            # `make check SANITIZE=...`: the sanitizer runtime goes first
+            lib = " ".join(filter(None, [os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME"),
+                                         self.lib]))
             if it.wrapper:
                 # the wrapper hands it to python only, not to its shell
-                env["PYPERFINJECT_GUEST_PRELOAD"] = self.lib
+                env["PYPERFINJECT_GUEST_PRELOAD"] = lib
             else:
-                env["LD_PRELOAD"] = self.lib
+                env["LD_PRELOAD"] = lib
         return env
 
     def run(self, it, cfg, wargv, callgrind=False, serial=True):

@@ -8,8 +8,9 @@
 # A stage that cannot run for a missing tool says so and counts as skipped.
 #
 # Environment: PYPERFINJECT_CACHE (interpreters cache), CHECK_ONLY=SUBSTRING
-# (integration tests for matching interpreters only), SANITIZE=... (build the
-# library with sanitizers).
+# (integration tests for matching interpreters only), SANITIZE=... (`make
+# check SANITIZE=address,undefined` or `SANITIZE=thread`: every stage against
+# an instrumented library, see "sanitizers" below).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -36,19 +37,67 @@ add_counts() {
 stage "dependencies"
 bash tests/provision/deps.sh core aarch64 provision
 
-stage "build (gcc)"
-if make -s CC=gcc lib tools unit-tests; then
-    pass "build with gcc -Wall -Wextra -Werror"
+# Sanitizers (SANITIZE=...): build/ (library, tools, unit tests) is built
+# instrumented and every suite runs against it. An uninstrumented program
+# (python, and whatever else gets the preload) can only load the instrumented
+# library after the sanitizer runtime, so each harness puts
+# PYPERFINJECT_SANITIZER_RUNTIME first in LD_PRELOAD. address/undefined:
+# clang with its shared runtime (GCC's instrumented frames realign the stack
+# in a way perf's DWARF unwinder cannot follow); thread: GCC, only where it
+# applies (interpreters 3.8+: 3.6/3.7 hook in from a watcher thread that reads
+# CPython's interpreter state, published without anything TSan can see).
+# Every report of every process goes to build/sanitizer-reports/: any report
+# there at the end is a FAIL, whatever the exit statuses said.
+make_args=(CC=gcc)
+reports=""
+if [ -n "${SANITIZE:-}" ]; then
+    stage "sanitizers (SANITIZE=$SANITIZE)"
+    reports=$PWD/build/sanitizer-reports
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    chmod 1777 "$reports" # processes running as nobody report too
+    arch=$(uname -m)
+    case ",$SANITIZE," in
+    *,thread,*)
+        runtime=$(gcc -print-file-name=libtsan.so)
+        export TSAN_OPTIONS="halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:suppressions=$PWD/tests/hardening/tsan.supp:log_path=$reports/tsan" ;;
+    *)
+        case ",$SANITIZE," in
+        *,address,*) runtime=libclang_rt.asan-$arch.so ;;
+        *) runtime=libclang_rt.ubsan_standalone-$arch.so ;;
+        esac
+        runtime=$(clang -print-file-name="$runtime" 2>/dev/null)
+        make_args=(CC=clang "CFLAGS=-O2 -g -shared-libsan -Wno-unused-command-line-argument -Wl,-rpath,$(dirname "$runtime")")
+        export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:halt_on_error=0:log_path=$reports/asan"
+        export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=0:log_path=$reports/ubsan" ;;
+    esac
+    if [ -f "$runtime" ]; then
+        export PYPERFINJECT_SANITIZER_RUNTIME=$runtime
+        pass "sanitizer runtime $runtime; reports go to $reports"
+    else
+        fail "SANITIZE=$SANITIZE: no shared sanitizer runtime (${runtime:-clang is not installed})"
+    fi
+fi
+
+# build/ holds one configuration: make does not track flags, so objects built
+# otherwise (a plain check after a SANITIZE one, or the reverse) are removed.
+stage "build (${make_args[0]#CC=})"
+flags="${make_args[*]} SANITIZE=${SANITIZE:-}"
+if [ "$(cat build/.flags 2>/dev/null)" != "$flags" ]; then
+    rm -rf build/obj build/tests build/libpyperfinject.so build/libpyperfinject.a build/jitdump-check
+fi
+if make -s "${make_args[@]}" lib tools unit-tests && echo "$flags" >build/.flags; then
+    pass "build with ${make_args[0]#CC=} -Wall -Wextra -Werror${SANITIZE:+ -fsanitize=$SANITIZE}"
 else
-    fail "build with gcc"
+    fail "build with ${make_args[0]#CC=}${SANITIZE:+ -fsanitize=$SANITIZE}"
 fi
 
 stage "build (clang, warnings only)"
 if command -v clang >/dev/null; then
-    if make -s CC=clang BUILD=build-clang lib tools unit-tests >/dev/null; then
+    if make -s CC=clang BUILD=build-clang SANITIZE= lib tools unit-tests >/dev/null; then
         pass "build with clang -Wall -Wextra -Werror"
     else
-        make -s CC=clang BUILD=build-clang lib tools unit-tests 2>&1 | tail -20
+        make -s CC=clang BUILD=build-clang SANITIZE= lib tools unit-tests 2>&1 | tail -20
         fail "build with clang"
     fi
 else
@@ -56,7 +105,9 @@ else
 fi
 
 stage "build (aarch64 cross)"
-if command -v aarch64-linux-gnu-gcc >/dev/null; then
+if [ -n "${SANITIZE:-}" ]; then
+    skip "cross build for aarch64: not part of a SANITIZE run (tests/aarch64 is skipped too)"
+elif command -v aarch64-linux-gnu-gcc >/dev/null; then
     if make -s CC=aarch64-linux-gnu-gcc lib tools; then
         pass "cross build for aarch64 (build-aarch64/libpyperfinject.so)"
     else
@@ -80,7 +131,8 @@ fi
 stage "unit tests (cmocka)"
 for t in build/tests/test_*; do
     [ -x "$t" ] || continue
-    out=$("$t" 2>&1)
+    # Our code only: with ASan, leaks count.
+    out=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:detect_leaks=1} "$t" 2>&1)
     rc=$?
     printf '%s\n' "$out" | grep -E '^\[  (FAILED|SKIPPED) \]|^\[ *(FAILED|ERROR) *\]' || true
     n_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]\+\) test.*/\1/p' <<<"$out")
@@ -111,6 +163,28 @@ fi
 stage "interpreters"
 bash tests/provision/interpreters.sh --provision >build/interpreters.txt
 cut -f1,3 build/interpreters.txt | column -t
+# SANITIZE: every harness reads build/interpreters.txt; it keeps only the
+# interpreters the instrumented library can be tested on (the whole list goes
+# to build/interpreters-all.txt).
+if [ -n "${SANITIZE:-}" ]; then
+    mv build/interpreters.txt build/interpreters-all.txt
+    : >build/interpreters.txt
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in
+        arm64*)
+            skip "$label: the aarch64 build is not instrumented in a SANITIZE run"
+            continue ;;
+        esac
+        case ",$SANITIZE," in
+        *,thread,*)
+            if ! "$cmd" -c 'import sys; sys.exit((3, 0) <= sys.version_info[:2] < (3, 8))' </dev/null 2>/dev/null; then
+                skip "$label: TSan applies to 3.8+ (3.6/3.7: a watcher thread reads what CPython publishes unsynchronised)"
+                continue
+            fi ;;
+        esac
+        printf '%s\t%s\t%s\n' "$label" "$cmd" "$kind" >>build/interpreters.txt
+    done <build/interpreters-all.txt
+fi
 
 stage "integration tests (real interpreters)"
 driver=$(command -v python3 || true)
@@ -136,9 +210,19 @@ fi
 for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
     [ -f "$suite/run.sh" ] || continue
     stage "$suite"
+    if [ "$suite" = tests/aarch64 ] && [ -n "${SANITIZE:-}" ]; then
+        skip "tests/aarch64: the aarch64 build is not instrumented in a SANITIZE run"
+        continue
+    fi
+    # GCC's TSan runtime preloaded alone is never initialised (instrumented
+    # code does that): pyperf-run, a bash script, and the shells it starts crash.
+    if [ "$suite" = tests/wrapper ] && [[ ,${SANITIZE:-}, == *,thread,* ]]; then
+        skip "tests/wrapper: the TSan runtime cannot be preloaded into pyperf-run itself (bash crashes)"
+        continue
+    fi
     log=build/$(basename "$suite").log
     args=(--smoke)
-    [ "$suite" = tests/hardening ] && args+=(--stage harden --stage regrtest --stage fuzz)
+    [ "$suite" = tests/hardening ] && args+=(--stage harden --stage regrtest --stage fuzz --stage sanitize)
     bash "$suite/run.sh" "${args[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -149,6 +233,22 @@ for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
         fail "$suite/run.sh exited $rc"
     fi
 done
+
+if [ -n "$reports" ]; then
+    stage "sanitizer reports"
+    n=0
+    for f in "$reports"/*; do
+        [ -s "$f" ] || continue
+        n=$((n + 1))
+        echo "---- $f"
+        head -n 40 "$f"
+    done
+    if [ "$n" -eq 0 ]; then
+        pass "no sanitizer report from any process"
+    else
+        fail "$n sanitizer report(s) in $reports"
+    fi
+fi
 
 echo
 echo "check: $passed passed, $failed failed, $skipped skipped"

@@ -242,7 +242,9 @@ def main():
     mode.add_argument("--smoke", action="store_true")
     mode.add_argument("--full", action="store_true")
     parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
-    parser.add_argument("--preload-prefix", default="")
+    # default: the sanitizer runtime `make check SANITIZE=...` exports (tests/run-all.sh)
+    parser.add_argument("--preload-prefix",
+                        default=os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", ""))
     parser.add_argument("--interpreters", default=os.path.join(ROOT, "build", "interpreters.txt"))
     parser.add_argument("--interp", default="")
     parser.add_argument("--jobs", type=int, default=2)

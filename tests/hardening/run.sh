@@ -11,8 +11,9 @@
 #   --full    (`make hardening-full`) every CPython 3 of the matrix, the long
 #             regrtest set, 60 s per fuzz target, the full sanitizer run
 #   --stage   harden, regrtest, fuzz or sanitize only (repeatable)
-# With SANITIZE set in the environment (`make check SANITIZE=...`) the
-# sanitizer stage runs in full even with --smoke.
+# With SANITIZE set (`make check SANITIZE=...`) every stage runs against the
+# instrumented build/ that tests/run-all.sh made; the sanitizer stage still
+# runs its own builds (short with --smoke).
 #
 # As root it first installs what is missing: Debian's python3.X test package
 # (libpython3.11-testsuite) and libcap2-bin (setcap). Every line of every
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --smoke) mode=smoke ;;
     --full) mode=full ;;
     --stage) stages+=("$2"); shift ;;
-    -h | --help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "hardening: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -96,22 +97,14 @@ if ! make -s lib tools >/dev/null 2>&1; then
 fi
 [ -s build/interpreters.txt ] || bash tests/provision/interpreters.sh >build/interpreters.txt 2>/dev/null
 
-# `make check SANITIZE=...` builds build/libpyperfinject.so instrumented (GCC):
-# its runtime must come first in LD_PRELOAD for the uninstrumented pythons.
-prefix=()
-case "${SANITIZE:-}" in
-*address*)
-    prefix=(--preload-prefix "$(gcc -print-file-name=libasan.so)")
-    export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
-*thread*)
-    prefix=(--preload-prefix "$(gcc -print-file-name=libtsan.so)")
-    export TSAN_OPTIONS="die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
-esac
+# `make check SANITIZE=...` (tests/run-all.sh) builds build/ instrumented and
+# exports PYPERFINJECT_SANITIZER_RUNTIME and the sanitizer options: harden.py
+# and regrtest.py put that runtime first in LD_PRELOAD.
 if [ -z "$PY" ]; then
     note SKIP "harden, regrtest: no python3 to drive them"
 else
-    want harden && stage harden "$PY" tests/hardening/harden.py "--$mode" "${prefix[@]}"
-    want regrtest && stage regrtest "$PY" tests/hardening/regrtest.py "--$mode" "${prefix[@]}"
+    want harden && stage harden "$PY" tests/hardening/harden.py "--$mode"
+    want regrtest && stage regrtest "$PY" tests/hardening/regrtest.py "--$mode"
 fi
 if want fuzz; then
     if [ "$mode" = full ]; then
@@ -121,7 +114,7 @@ if want fuzz; then
     fi
 fi
 if want sanitize; then
-    if [ "$mode" = full ] || [ -n "${SANITIZE:-}" ]; then
+    if [ "$mode" = full ]; then
         stage sanitize bash tests/hardening/sanitize.sh --full
     else
         stage sanitize bash tests/hardening/sanitize.sh --short

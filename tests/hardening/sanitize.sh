@@ -13,11 +13,11 @@
 # instrumented hook working; GCC's stack realignment in instrumented frames
 # defeats it), built into build-asan/ with `make CC=clang BUILD=build-asan
 # SANITIZE=address,undefined`. The uninstrumented python gets the runtime
-# first in LD_PRELOAD (a wrapper does that for the integration harness, which
-# sets LD_PRELOAD itself). CPython's own leaks at exit are not ours:
-# detect_leaks=0 for python processes, on for the unit tests. Every report of
-# every process (children included) goes to a log file; any such file is a
-# FAIL, whatever the exit status said.
+# first in LD_PRELOAD (harden.py --preload-prefix; tests/integration/run.py
+# takes it from PYPERFINJECT_SANITIZER_RUNTIME). CPython's own leaks at exit
+# are not ours: detect_leaks=0 for python processes, on for the unit tests.
+# Every report of every process (children included) goes to a log file; any
+# such file is a FAIL, whatever the exit status said.
 #
 # TSan: GCC, build-tsan/. A TSan preload in an uninstrumented CPython works
 # where CPython's GIL is a pthread mutex/condvar that TSan sees (3.8-3.13
@@ -30,6 +30,8 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
+# Runtimes are chosen below, whatever `make check SANITIZE=...` exported.
+unset PYPERFINJECT_SANITIZER_RUNTIME
 mode=short
 case "${1:-}" in
 --full) mode=full ;;
@@ -158,8 +160,8 @@ if [ "$asan_ok" = 1 ]; then
     done
     reports "asan/hardening reports" "$LOGS/python"
 
-    # The integration harness sets LD_PRELOAD itself: a wrapper puts the ASan
-    # runtime in front of it for the python processes only.
+    # The integration harness on the chosen pythons, and its check that other
+    # programs (sh, make, gcc, git, perl, perf, ls) do not notice the library.
     : >"$SCRATCH/interps.txt"
     n=0
     for pair in "$debian_label"$'\t'"$debian" "$second_label"$'\t'"$second_cmd"; do
@@ -167,19 +169,14 @@ if [ "$asan_ok" = 1 ]; then
         if [ -z "$label" ] || [ -z "$cmd" ]; then continue; fi
         n=$((n + 1))
         [ "$mode" = full ] || [ "$n" -eq 1 ] || continue
-        w="$SCRATCH/$label"
-        # shellcheck disable=SC2016 # $LD_PRELOAD and $@ belong to the wrapper
-        printf '#!/bin/sh\ncase " ${LD_PRELOAD:-} " in\n*libpyperfinject*) LD_PRELOAD="%s $LD_PRELOAD"; export LD_PRELOAD ;;\nesac\nexec %s "$@"\n' \
-            "$ASAN_RT" "$cmd" >"$w"
-        chmod 755 "$w"
         kind=$(awk -F'\t' -v l="$label" '$1 == l {print $3}' "$INTERPS")
-        printf 'asan-%s\t%s\t%s\n' "$label" "$w" "$kind" >>"$SCRATCH/interps.txt"
+        printf '%s\t%s\t%s\n' "$label" "$cmd" "$kind" >>"$SCRATCH/interps.txt"
     done
     export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:halt_on_error=0:log_path=$LOGS/integration/asan"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=0:log_path=$LOGS/integration/ubsan"
-    "$PY" tests/integration/run.py --lib build-asan/libpyperfinject.so \
-        --interpreters "$SCRATCH/interps.txt" --only asan- --matrix-out "$SCRATCH/matrix.md" \
-        >"$SCRATCH/integration.log" 2>&1
+    PYPERFINJECT_SANITIZER_RUNTIME=$ASAN_RT "$PY" tests/integration/run.py \
+        --lib build-asan/libpyperfinject.so --interpreters "$SCRATCH/interps.txt" \
+        --matrix-out "$SCRATCH/matrix.md" >"$SCRATCH/integration.log" 2>&1
     absorb "asan/integration" "$SCRATCH/integration.log"
     reports "asan/integration reports" "$LOGS/integration"
     unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -199,7 +196,7 @@ else
     TLOGS=$ROOT/build-tsan/reports
     rm -rf "$TLOGS"
     mkdir -p "$TLOGS"
-    export TSAN_OPTIONS="halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:log_path=$TLOGS/tsan"
+    export TSAN_OPTIONS="halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:suppressions=$ROOT/tests/hardening/tsan.supp:log_path=$TLOGS/tsan"
     # Preflight: does a python with the instrumented library start at all?
     if ! pre=$(cd "$SCRATCH" && PYPERFINJECT_DIR=$SCRATCH TSAN_OPTIONS=halt_on_error=1 \
         LD_PRELOAD="$TSAN_RT $ROOT/build-tsan/libpyperfinject.so" "$debian" -c 'print("up")' 2>&1) ||

@@ -22,6 +22,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
 MAP_LINE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) (\S.*)$")
 TIMEOUT = 300
+# `make check SANITIZE=...` (tests/run-all.sh): the sanitizer runtime an
+# instrumented library needs in front of it in LD_PRELOAD.
+SANITIZER_RUNTIME = os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", "")
+
+
+def ld_preload(lib):
+    """LD_PRELOAD for preloading lib (with the sanitizer runtime first, if any)."""
+    return SANITIZER_RUNTIME + " " + lib if SANITIZER_RUNTIME else lib
 
 
 class Skip(Exception):
@@ -123,7 +131,7 @@ class Runner(object):
             # The wrapper hands it to the emulated python only (not to qemu).
             full["PYPERFINJECT_GUEST_PRELOAD"] = self.lib
         elif preload:
-            full["LD_PRELOAD"] = self.lib
+            full["LD_PRELOAD"] = ld_preload(self.lib)
         try:
             return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env=full, cwd=cwd or outdir, timeout=TIMEOUT)
@@ -482,7 +490,7 @@ def record_workload(runner, interp, work, perf_args, env, seconds="2"):
     script = os.path.join(SCRIPTS, "perf_workload.py")
     argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", os.path.join(work, "perf.data")]
     argv += perf_args + ["--", "env"] + ["%s=%s" % kv for kv in sorted(env.items())]
-    argv += ["LD_PRELOAD=" + runner.lib, interp.command, script, seconds]
+    argv += ["LD_PRELOAD=" + ld_preload(runner.lib), interp.command, script, seconds]
     out = runner.run(argv, False, work)
     if out.returncode != 0 or b"ok" not in out.stdout:
         raise Fail("perf record failed (%d): %r" % (out.returncode, out.stderr[-300:]))
@@ -850,7 +858,7 @@ def run_pid_switch(runner, interps, work):
         return [("SKIP", name, "no local CPython 3.8+ to run")]
     interp = candidates[-1]
     env = dict(os.environ, PYPERFINJECT_DIR=work, PYPERFINJECT_SIGNAL="USR2",
-               LD_PRELOAD=runner.host_lib)
+               LD_PRELOAD=ld_preload(runner.host_lib))
     proc = subprocess.Popen([interp.command, os.path.join(SCRIPTS, "longrun.py"), "3"],
                             stdout=subprocess.PIPE, env=env, universal_newlines=True)
     tool = os.path.join(ROOT, "pyperf-run.sh")

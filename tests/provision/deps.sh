@@ -15,7 +15,9 @@
 # Fast and idempotent: a single dpkg-query when everything is installed.
 set -euo pipefail
 
-readonly GROUP_CORE="libcmocka-dev libunwind-dev python3.11-dbg shellcheck clang linux-perf valgrind"
+# libclang-rt-dev: clang's sanitizer and libFuzzer runtimes (only recommended
+# by clang); llvm: llvm-symbolizer, for readable sanitizer reports.
+readonly GROUP_CORE="libcmocka-dev libunwind-dev python3.11-dbg shellcheck clang libclang-rt-dev llvm linux-perf valgrind"
 readonly GROUP_AARCH64="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 readonly GROUP_PROVISION="debian-archive-keyring"
 # Lists older than this many minutes are refreshed before installing.

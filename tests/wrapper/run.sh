@@ -22,9 +22,15 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 export ROOT HERE
-export W="${PYPERF_RUN_UNDER_TEST:-$ROOT/pyperf-run.sh}"
 export APP="$HERE/app.py"
 export ART="$ROOT/build/wrapper-test"
+# W runs the pyperf-run under test (W_REAL). With PYPERFINJECT_SANITIZER_RUNTIME
+# (`make check SANITIZE=...`) it is a wrapper (written by the driver) that
+# puts that runtime first in LD_PRELOAD, ahead of the instrumented library
+# pyperf-run adds.
+export W_REAL="${PYPERF_RUN_UNDER_TEST:-$ROOT/pyperf-run.sh}"
+export W="$W_REAL"
+[ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || W="$ART/pyperf-run-sanitized"
 export CACHE="${PYPERFINJECT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyperfinject}"
 readonly D3_PKG=d3-flame-graph@4.1.3
 readonly SKIP_RC=77
@@ -48,6 +54,19 @@ expect_out() {
     grep -qE -- "$1" "$T/out.txt" || { cat "$T/out.txt"; die_test "output lacks /$1/"; }
 }
 has() { command -v "$1" >/dev/null 2>&1; }
+# san_wrapper FILE TARGET: FILE runs TARGET with the sanitizer runtime first
+# in LD_PRELOAD.
+san_wrapper() {
+    cat >"$1" <<EOF
+#!/bin/sh
+LD_PRELOAD='$PYPERFINJECT_SANITIZER_RUNTIME'\${LD_PRELOAD:+:\$LD_PRELOAD}
+export LD_PRELOAD
+exec '$2' "\$@"
+EOF
+    chmod 755 "$1"
+}
+# The sanitizer runtime and a separator, for the LD_PRELOAD values tests expect.
+san_first=${PYPERFINJECT_SANITIZER_RUNTIME:+$PYPERFINJECT_SANITIZER_RUNTIME:}
 
 default_python() {
     if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
@@ -95,7 +114,7 @@ render_and_check() {
 # ------------------------------------------------------------------- tests
 test_shellcheck() {
     has shellcheck || skip_test "shellcheck is not installed"
-    shellcheck "$W" "$HERE"/*.sh
+    shellcheck "$W_REAL" "$HERE"/*.sh
 }
 
 # The browser check itself fails on a page that has the names only in a
@@ -149,7 +168,7 @@ test_library_discovery() {
         [ ! -e "$d/libpyperfinject.so" ] || skip_test "a system copy $d/libpyperfinject.so exists, so 'not found' cannot be shown"
     done
     mkdir "$T/alone"
-    cp "$W" "$T/alone/pyperf-run"
+    cp "$W_REAL" "$T/alone/pyperf-run"
     expect_rc 125 "$T/alone/pyperf-run" -- true
     expect_out 'libpyperfinject.so not found'
     expect_out 'PYPERFINJECT_LIB='
@@ -165,11 +184,11 @@ test_exec_preload() {
     # Appended to an existing LD_PRELOAD, which stays first.
     LD_PRELOAD=$libc PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$W" -- "$py" -c \
         'import os; print("LD_PRELOAD=" + os.environ["LD_PRELOAD"])'
-    expect_out "^LD_PRELOAD=$libc:$lib\$"
+    expect_out "^LD_PRELOAD=$san_first$libc:$lib\$"
     # Not added twice.
     # shellcheck disable=SC2016 # expanded by that sh
     LD_PRELOAD=$lib expect_rc 0 "$W" -- sh -c 'echo "LD_PRELOAD=$LD_PRELOAD"'
-    expect_out "^LD_PRELOAD=$lib\$"
+    expect_out "^LD_PRELOAD=$san_first$lib\$"
     PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$W" "$py" "$APP" 1000
     grep -q "py::foo:$APP" "$T"/maps/perf-*.map || die_test "no py::foo in the map the program wrote"
     # --dir: one subdirectory per PID namespace.
@@ -394,10 +413,14 @@ test_flamegraph_svg() {
 # output directory is bind-mounted through /mnt before the tmpfs goes on.
 stage_container() {
     STAGE=$(mktemp -d /var/tmp/pyperfinject-ns.XXXXXX)
-    cp "$W" "$STAGE/pyperf-run"
+    cp "$W_REAL" "$STAGE/pyperf-run"
     cp "$("$W" --print-lib)" "$STAGE/libpyperfinject.so"
     cp "$APP" "$STAGE/app.py"
     NS_W=$STAGE/pyperf-run
+    if [ -n "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ]; then
+        san_wrapper "$STAGE/pyperf-run-sanitized" "$NS_W"
+        NS_W=$STAGE/pyperf-run-sanitized
+    fi
     NS_APP=$STAGE/app.py
     export PYPERFINJECT_LIB=$STAGE/libpyperfinject.so
 }
@@ -565,6 +588,7 @@ failed=0
 skipped=0
 rm -rf "$ART"
 mkdir -p "$ART"
+[ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || san_wrapper "$W" "$W_REAL"
 
 pkg_missing() {
     local p
