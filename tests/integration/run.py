@@ -514,10 +514,15 @@ def scenario_perf_dwarf(runner, interp, work):
         raise Fail("perf inject failed: %r" % inject.stderr[-300:])
     result = require_full_chains(runner, work, "perf.jit.data", script)
     # Source lines: the trampoline of foo maps to the line of `def foo`.
-    lines = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "ip,sym,srcline"],
-                       False, work).stdout.decode(errors="replace")
+    # perf runs addr2line under a time limit and prints no srcline when it
+    # is exceeded (a loaded machine): asked again, up to three times.
     want = "perf_workload.py:7"
-    after_foo = re.findall(r"py::foo:\S+\n\s+(\S+)", lines)
+    for _ in range(3):
+        lines = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "ip,sym,srcline"],
+                           False, work).stdout.decode(errors="replace")
+        after_foo = re.findall(r"py::foo:\S+\n\s+(\S+)", lines)
+        if any(s.endswith(want) for s in after_foo):
+            break
     if not any(s.endswith(want) for s in after_foo):
         raise Fail("srcline for py::foo is not %s: %r" % (want, sorted(set(after_foo))[:3]))
     return result + ", srcline " + want
