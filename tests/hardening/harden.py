@@ -1389,7 +1389,8 @@ def sanitizer_limit(name, prefix):
     return None
 
 
-def main():
+def common_arguments():
+    """The options harden.py and regrtest.py share."""
     parser = argparse.ArgumentParser()
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--smoke", action="store_true")
@@ -1398,10 +1399,15 @@ def main():
     # default: the sanitizer runtime `make check SANITIZE=...` exports (tests/run-all.sh)
     parser.add_argument("--preload-prefix",
                         default=os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", ""))
-    parser.add_argument("--checker", default=os.path.join(ROOT, "build", "jitdump-check"))
     parser.add_argument("--interpreters", default=os.path.join(ROOT, "build", "interpreters.txt"))
-    parser.add_argument("--only", default="")
     parser.add_argument("--interp", default="")
+    return parser
+
+
+def main():
+    parser = common_arguments()
+    parser.add_argument("--checker", default=os.path.join(ROOT, "build", "jitdump-check"))
+    parser.add_argument("--only", default="")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     ctx = Ctx(args)

@@ -15,7 +15,6 @@ usage: regrtest.py [--smoke | --full] [--lib PATH] [--preload-prefix PATHS]
 Prints "PASS|FAIL|SKIP  regrtest/SET  INTERPRETER  detail" lines and
 "regrtest: N passed, N failed, N skipped".
 """
-import argparse
 import os
 import re
 import shutil
@@ -237,16 +236,7 @@ def module_of(tid, modules):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--smoke", action="store_true")
-    mode.add_argument("--full", action="store_true")
-    parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
-    # default: the sanitizer runtime `make check SANITIZE=...` exports (tests/run-all.sh)
-    parser.add_argument("--preload-prefix",
-                        default=os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", ""))
-    parser.add_argument("--interpreters", default=os.path.join(ROOT, "build", "interpreters.txt"))
-    parser.add_argument("--interp", default="")
+    parser = harden.common_arguments()
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     runner = Runner(args)
