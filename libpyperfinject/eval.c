@@ -285,6 +285,17 @@ void pi_after_fork_in_child(struct pi_state *s)
     pi_control_after_fork(s);
 }
 
+/* The uniform hot parameters (see struct pi_hot): relaxed loads. */
+static inline long hot_extra_index(struct pi_hot *hot)
+{
+    return atomic_load_explicit(&hot->extra_index, memory_order_relaxed);
+}
+
+static inline void *hot_next_eval(struct pi_hot *hot)
+{
+    return atomic_load_explicit(&hot->next_eval, memory_order_relaxed);
+}
+
 /* The code object of the frame being evaluated, or NULL if it isn't one. */
 static inline pi_pyobj *code_of(const struct pi_hot *hot, void *frame)
 {
@@ -334,8 +345,8 @@ static __attribute__((noinline)) int attend(struct pi_state *s, void *tstate, lo
 static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstate, void *frame,
                                                  int throwflag, void **next_out)
 {
-    long index = s->hot.extra_index;
-    void *next = s->hot.next_eval;
+    long index = hot_extra_index(&s->hot);
+    void *next = hot_next_eval(&s->hot);
     *next_out = next;
     if ((atomic_load_explicit(&s->hot.attention, memory_order_acquire) & ~PI_ATTN_LOOKUP) != 0 &&
         attend(s, tstate, &index, &next) != 0) {
@@ -363,7 +374,7 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
         return NULL;
     const struct code_extra *x =
         *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
-    long index = s->hot.extra_index;
+    long index = hot_extra_index(&s->hot);
     return LIKELY(x != NULL && index < x->size) ? x->slots[index] : NULL;
 }
 
@@ -393,7 +404,7 @@ static void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
     struct pi_state *s = &pi_state;
     void *tramp = fast_lookup(s, frame);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, s->hot.next_eval);
+        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, hot_next_eval(&s->hot));
     return slow_tstate_frame_throw(tstate, frame, throwflag);
 }
 
@@ -403,7 +414,7 @@ static void *hook_frame_throw(void *frame, int throwflag)
     struct pi_state *s = &pi_state;
     void *tramp = fast_lookup(s, frame);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, s->hot.next_eval);
+        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, hot_next_eval(&s->hot));
     return slow_frame_throw(frame, throwflag);
 }
 
@@ -420,7 +431,7 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
             void *tramp = pi_sidetable_get(&s->side, &key);
             if (LIKELY(tramp != NULL))
                 return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL,
-                                         s->hot.next_eval);
+                                         hot_next_eval(&s->hot));
         }
     }
     return slow_frame_throw(frame, throwflag);
@@ -431,8 +442,8 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
 static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
-    long index = s->hot.extra_index;
-    void *next = s->hot.next_eval;
+    long index = hot_extra_index(&s->hot);
+    void *next = hot_next_eval(&s->hot);
     if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
                   ~PI_ATTN_LOOKUP) != 0))
         attend(s, tstate, &index, &next);
@@ -442,8 +453,8 @@ static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throw
 static void *passthrough_frame_throw(void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
-    long index = s->hot.extra_index;
-    void *next = s->hot.next_eval;
+    long index = hot_extra_index(&s->hot);
+    void *next = hot_next_eval(&s->hot);
     if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
                   ~PI_ATTN_LOOKUP) != 0))
         attend(s, NULL, &index, &next);

@@ -111,8 +111,16 @@ static void recompute_route(struct pi_state *s)
             s->records[i].next_eval != s->records[0].next_eval)
             mixed = 1;
     if (n > 0 && !mixed) {
-        s->hot.extra_index = s->records[0].extra_index;
-        s->hot.next_eval = s->records[0].next_eval;
+        /* Usually unchanged (a new interpreter like the others): don't
+         * dirty the line every hot path reads. */
+        if (atomic_load_explicit(&s->hot.extra_index, memory_order_relaxed) !=
+            s->records[0].extra_index)
+            atomic_store_explicit(&s->hot.extra_index, s->records[0].extra_index,
+                                  memory_order_relaxed);
+        if (atomic_load_explicit(&s->hot.next_eval, memory_order_relaxed) !=
+            s->records[0].next_eval)
+            atomic_store_explicit(&s->hot.next_eval, s->records[0].next_eval,
+                                  memory_order_relaxed);
     }
     if (mixed)
         atomic_fetch_or(&s->hot.attention, PI_ATTN_MIXED);

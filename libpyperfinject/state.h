@@ -52,8 +52,11 @@ enum {
 /* Read on every call: kept together in one cache line. */
 struct pi_hot {
     _Atomic int attention;     /* PI_ATTN_* bits; 0 on the plain path */
-    long extra_index;          /* when not PI_ATTN_MIXED */
-    void *next_eval;           /* when not PI_ATTN_MIXED */
+    /* Written under the lock when an interpreter appears, read without it
+     * by threads running other interpreters (own GIL from 3.12): atomics,
+     * accessed relaxed, which compiles to plain loads and stores. */
+    _Atomic long extra_index;  /* when not PI_ATTN_MIXED */
+    void *_Atomic next_eval;   /* when not PI_ATTN_MIXED */
     int16_t frame_code_offset;
     int16_t ob_type_offset;
     int16_t co_extra_offset;   /* PI_LOOKUP_DIRECT: the code object's co_extra */

@@ -206,15 +206,28 @@ else
         mkdir -p "$TLOGS"
         debian_label="" second_label=""
     fi
+    all_conc=conc/threads-64x1000,conc/fork-200,conc/subinterpreters,crash/sigkill,sec/fork-warning
     if [ "$mode" = full ]; then
         tinterps=("$debian_label" "$second_label")
     else
         tinterps=("$debian_label")
+        # The short run also needs an interpreter whose subinterpreters have
+        # their own GIL (3.12+): only there do threads of different
+        # interpreters run our hook at once (found a race in the hot
+        # parameters that Debian's 3.11 cannot show).
+        if [ -n "$second_label" ] && [[ "$second_label" =~ 3\.1[2-9] ]]; then
+            "$PY" tests/hardening/harden.py --smoke --interp "$second_label" \
+                --only conc/subinterpreters \
+                --lib build-tsan/libpyperfinject.so --preload-prefix "$TSAN_RT" \
+                >"$SCRATCH/tsan.log" 2>&1
+            absorb "tsan/$second_label" "$SCRATCH/tsan.log"
+        else
+            result SKIP "tsan/own-gil subinterpreters" "no pyenv 3.12+ in the matrix"
+        fi
     fi
     for label in "${tinterps[@]}"; do
         [ -n "$label" ] || continue
-        "$PY" tests/hardening/harden.py --smoke --interp "$label" \
-            --only conc/threads-64x1000,conc/fork-200,conc/subinterpreters,crash/sigkill,sec/fork-warning \
+        "$PY" tests/hardening/harden.py --smoke --interp "$label" --only "$all_conc" \
             --lib build-tsan/libpyperfinject.so --preload-prefix "$TSAN_RT" \
             >"$SCRATCH/tsan.log" 2>&1
         absorb "tsan/$label" "$SCRATCH/tsan.log"
