@@ -364,8 +364,9 @@ static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstat
 
 /* The plain path, kept free of calls so that it needs no stack frame and
  * leaves by a tail jump into the trampoline: attention clear, a code
- * object, its trampoline found by the direct co_extra read. */
-static inline void *fast_lookup(struct pi_state *s, void *frame)
+ * object, its trampoline found by the direct co_extra read. Every read of
+ * shared state on this path is here (see SAME_FRAME_SHAPE). */
+static inline void *fast_lookup(struct pi_state *s, void *frame, void **next)
 {
     if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
         return NULL; /* PI_ATTN_LOOKUP covers the lookup modes other than direct */
@@ -375,12 +376,25 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
     const struct code_extra *x =
         *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
     long index = hot_extra_index(&s->hot);
-    return LIKELY(x != NULL && index < x->size) ? x->slots[index] : NULL;
+    if (UNLIKELY(x == NULL || index >= x->size))
+        return NULL;
+    void *tramp = x->slots[index];
+    *next = hot_next_eval(&s->hot);
+    return tramp;
 }
 
+/* The entry points and the tail-call wrappers are left uninstrumented so
+ * that a ThreadSanitizer build keeps the release build's shape: no frame of
+ * ours between CPython's evaluator and the trampoline (perf 6.1 loses the
+ * chain above such a frame in some runs: docs/reliability.md, 5). They
+ * touch no shared state themselves; fast_lookup and slow_path stay
+ * instrumented, since compilers don't inline across differing sanitizer
+ * attributes. Without a sanitizer the attribute changes nothing. */
+#define SAME_FRAME_SHAPE __attribute__((no_sanitize("thread")))
+
 /* The rest of a call that missed the plain path; entered by tail call. */
-static __attribute__((noinline)) void *slow_tstate_frame_throw(void *tstate, void *frame,
-                                                               int throwflag)
+static SAME_FRAME_SHAPE __attribute__((noinline)) void *
+slow_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
     void *next;
     void *tramp = slow_path(&pi_state, tstate, frame, throwflag, &next);
@@ -389,7 +403,8 @@ static __attribute__((noinline)) void *slow_tstate_frame_throw(void *tstate, voi
     return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
 }
 
-static __attribute__((noinline)) void *slow_frame_throw(void *frame, int throwflag)
+static SAME_FRAME_SHAPE __attribute__((noinline)) void *slow_frame_throw(void *frame,
+                                                                          int throwflag)
 {
     void *next;
     void *tramp = slow_path(&pi_state, NULL, frame, throwflag, &next);
@@ -399,22 +414,22 @@ static __attribute__((noinline)) void *slow_frame_throw(void *frame, int throwfl
 }
 
 /* 3.9+: PyObject *(PyThreadState *, frame, int) */
-static void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
+static SAME_FRAME_SHAPE void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
-    struct pi_state *s = &pi_state;
-    void *tramp = fast_lookup(s, frame);
+    void *next;
+    void *tramp = fast_lookup(&pi_state, frame, &next);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, hot_next_eval(&s->hot));
+        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
     return slow_tstate_frame_throw(tstate, frame, throwflag);
 }
 
 /* 3.6-3.8: PyObject *(PyFrameObject *, int) */
-static void *hook_frame_throw(void *frame, int throwflag)
+static SAME_FRAME_SHAPE void *hook_frame_throw(void *frame, int throwflag)
 {
-    struct pi_state *s = &pi_state;
-    void *tramp = fast_lookup(s, frame);
+    void *next;
+    void *tramp = fast_lookup(&pi_state, frame, &next);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, hot_next_eval(&s->hot));
+        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
     return slow_frame_throw(frame, throwflag);
 }
 

@@ -902,6 +902,8 @@ def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--scenario", default="", help="comma-separated scenario names")
     parser.add_argument("--interpreters", help="file of LABEL<TAB>COMMAND<TAB>KIND lines")
+    parser.add_argument("--keep-failed", metavar="DIR",
+                        help="copy the work directory of every failed scenario into DIR")
     parser.add_argument("--matrix-out", default=os.path.join(ROOT, "build", "support-matrix.md"))
     args = parser.parse_args()
     runner = Runner(os.path.abspath(args.lib))
@@ -947,6 +949,11 @@ def main():
                     status, note = "FAIL", str(e)
                 except Exception as e:  # a broken test is a failure, not a pass
                     status, note = "FAIL", "%s: %s" % (type(e).__name__, e)
+                if status == "FAIL" and args.keep_failed:
+                    kept = os.path.join(args.keep_failed, "%s-%s" % (interp.label, name))
+                    shutil.rmtree(kept, ignore_errors=True)
+                    shutil.copytree(work, kept, symlinks=True)
+                    note += " (work directory kept in %s)" % kept
                 report(status, interp.label, name, note)
                 row[name] = status
                 notes[(interp.label, name)] = note
