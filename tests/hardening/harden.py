@@ -39,8 +39,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPTS = os.path.join(HERE, "scripts")
-MAP_LINE = re.compile(rb"^([0-9a-f]+) ([0-9a-f]+) (py::.*)$")
-SYMBOL_MAX = 1000
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import perfmap  # noqa: E402  (shared with tests/integration/run.py)
+
 TIMEOUT = 240
 NOBODY = 65534
 
@@ -240,38 +241,20 @@ def same_program(plain, pre, what, max_lines=1, must=None):
 
 
 def read_map(path, allow_partial_tail=False):
-    """Strictly parsed map: every line 'START SIZE py::...', UTF-8, no
-    control characters, symbol at most SYMBOL_MAX bytes. Returns (entries,
+    """Strictly parsed map (tests/tools/perfmap.py): every line
+    'START SIZE py::...', symbol at most perfmap.SYMBOL_MAX bytes. Returns (entries,
     partial tail bytes)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    tail = b""
-    if data and not data.endswith(b"\n"):
-        if not allow_partial_tail:
-            raise Fail("%s does not end with a newline: %r" % (os.path.basename(path), data[-80:]))
-        data, tail = data[:data.rfind(b"\n") + 1], data[data.rfind(b"\n") + 1:]
-    entries = []
-    for raw in data.splitlines():
-        m = MAP_LINE.match(raw)
-        if not m:
-            raise Fail("malformed map line in %s: %r" % (os.path.basename(path), raw[:160]))
-        try:
-            sym = m.group(3).decode("utf-8")
-        except UnicodeDecodeError:
-            raise Fail("map line is not UTF-8: %r" % raw[:160])
-        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in sym):
-            raise Fail("control character in map line: %r" % raw[:160])
-        if len(m.group(3)) > SYMBOL_MAX:
-            raise Fail("symbol of %d bytes (limit %d)" % (len(m.group(3)), SYMBOL_MAX))
-        entries.append((int(m.group(1), 16), int(m.group(2), 16), sym))
-    return entries, tail
+    try:
+        return perfmap.read(path, allow_partial_tail, prefix=b"py::",
+                            symbol_max=perfmap.SYMBOL_MAX)
+    except perfmap.MapError as e:
+        raise Fail(str(e))
 
 
 def no_overlap(entries, what):
-    spans = sorted((s, s + n, name) for s, n, name in entries)
-    for a, b in zip(spans, spans[1:]):
-        if b[0] < a[1]:
-            raise Fail("%s: overlapping entries %r and %r" % (what, a[2][:60], b[2][:60]))
+    pair = perfmap.first_overlap(entries)
+    if pair:
+        raise Fail("%s: overlapping entries %r and %r" % (what, pair[0][2][:60], pair[1][2][:60]))
 
 
 def check_dump(ctx, path, pid=None, allow_truncated=False, expect=()):

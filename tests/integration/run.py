@@ -20,7 +20,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
-MAP_LINE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) (\S.*)$")
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import perfmap  # noqa: E402  (shared with tests/hardening/harden.py)
 TIMEOUT = 300
 # `make check SANITIZE=...` (tests/run-all.sh): the sanitizer runtime an
 # instrumented library needs in front of it in LD_PRELOAD.
@@ -140,31 +141,18 @@ class Runner(object):
 
 
 def read_map(path):
-    """Parses a perf map; fails on any malformed line."""
-    entries = []
-    with open(path, "rb") as f:
-        data = f.read()
-    if data and not data.endswith(b"\n"):
-        raise Fail("%s does not end with a newline" % path)
-    for raw in data.splitlines():
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise Fail("map line is not UTF-8: %r" % raw[:120])
-        m = MAP_LINE.match(line)
-        if not m or line.startswith("0x") or " 0x" in line[:40]:
-            raise Fail("malformed map line: %r" % line[:120])
-        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in line):
-            raise Fail("control character in map line: %r" % line[:120])
-        entries.append((int(m.group(1), 16), int(m.group(2), 16), m.group(3)))
-    return entries
+    """Parses a perf map strictly (tests/tools/perfmap.py); fails on any
+    malformed line."""
+    try:
+        return perfmap.read(path)[0]
+    except perfmap.MapError as e:
+        raise Fail(str(e))
 
 
 def check_no_overlap(entries, what):
-    spans = sorted((start, start + size, name) for start, size, name in entries)
-    for a, b in zip(spans, spans[1:]):
-        if b[0] < a[1]:
-            raise Fail("%s: overlapping entries %r and %r" % (what, a[2][:60], b[2][:60]))
+    pair = perfmap.first_overlap(entries)
+    if pair:
+        raise Fail("%s: overlapping entries %r and %r" % (what, pair[0][2][:60], pair[1][2][:60]))
 
 
 def maps_of(pid_files, outdir):

@@ -1,0 +1,56 @@
+"""Strict reading of perf map files (/tmp/perf-PID.map), shared by the test
+harnesses (tests/integration/run.py, tests/hardening/harden.py).
+
+A line is "START SIZE SYMBOL\n": lower-case hex without 0x, one space each,
+a symbol in UTF-8 without control characters. Errors raise MapError; each
+harness turns it into its own failure.
+"""
+import os
+import re
+
+LINE = re.compile(rb"^([0-9a-f]+) ([0-9a-f]+) (\S.*)$")
+SYMBOL_MAX = 1000  # the library cuts longer names (docs/design.md)
+
+
+class MapError(Exception):
+    pass
+
+
+def read(path, allow_partial_tail=False, prefix=b"", symbol_max=None):
+    """Returns ([(start, size, symbol)], partial tail bytes). With
+    allow_partial_tail an unterminated last line (a killed writer) is
+    returned apart instead of failing; every symbol must start with prefix
+    and be at most symbol_max bytes when those are given."""
+    name = os.path.basename(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    tail = b""
+    if data and not data.endswith(b"\n"):
+        if not allow_partial_tail:
+            raise MapError("%s does not end with a newline: %r" % (name, data[-80:]))
+        cut = data.rfind(b"\n") + 1
+        data, tail = data[:cut], data[cut:]
+    entries = []
+    for raw in data.splitlines():
+        m = LINE.match(raw)
+        if not m or not m.group(3).startswith(prefix):
+            raise MapError("malformed map line in %s: %r" % (name, raw[:160]))
+        try:
+            sym = m.group(3).decode("utf-8")
+        except UnicodeDecodeError:
+            raise MapError("map line is not UTF-8: %r" % raw[:160])
+        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in sym):
+            raise MapError("control character in map line: %r" % raw[:160])
+        if symbol_max is not None and len(m.group(3)) > symbol_max:
+            raise MapError("symbol of %d bytes (limit %d)" % (len(m.group(3)), symbol_max))
+        entries.append((int(m.group(1), 16), int(m.group(2), 16), sym))
+    return entries, tail
+
+
+def first_overlap(entries):
+    """The first two entries whose address ranges overlap, or None."""
+    spans = sorted((start, start + size, sym) for start, size, sym in entries)
+    for a, b in zip(spans, spans[1:]):
+        if b[0] < a[1]:
+            return a, b
+    return None
