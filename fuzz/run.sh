@@ -27,15 +27,9 @@ while [ $# -gt 0 ]; do
 done
 
 targets=(names config records ehframe checker)
-passed=0 failed=0 skipped=0
-result() {
-    case "$1" in
-    PASS) passed=$((passed + 1)) ;;
-    FAIL) failed=$((failed + 1)) ;;
-    SKIP) skipped=$((skipped + 1)) ;;
-    esac
-    printf '%s fuzz %-10s %s\n' "$1" "$2" "$3"
-}
+# shellcheck source=tests/tools/tally.sh
+. tests/tools/tally.sh
+result() { tally "$1" "$(printf 'fuzz %-10s %s' "$2" "$3")"; }
 
 FB=${FUZZ_BUILD:-build-fuzz}
 why_not=
@@ -83,5 +77,4 @@ for t in "${targets[@]}"; do
     fi
 done
 
-echo "fuzz: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+tally_total fuzz

@@ -14,25 +14,9 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-passed=0
-failed=0
-skipped=0
-
+# shellcheck source=tests/tools/tally.sh
+. tests/tools/tally.sh
 stage() { printf '\n== %s\n' "$*"; }
-pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$*"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$*"; }
-skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$*"; }
-
-# Adds the counts from a line "...: N passed, N failed, N skipped".
-add_counts() {
-    local line=$1 p f s
-    p=$(sed -n 's/.* \([0-9]\+\) passed.*/\1/p' <<<"$line")
-    f=$(sed -n 's/.* \([0-9]\+\) failed.*/\1/p' <<<"$line")
-    s=$(sed -n 's/.* \([0-9]\+\) skipped.*/\1/p' <<<"$line")
-    passed=$((passed + ${p:-0}))
-    failed=$((failed + ${f:-0}))
-    skipped=$((skipped + ${s:-0}))
-}
 
 stage "dependencies"
 bash tests/provision/deps.sh core aarch64 provision
@@ -133,19 +117,7 @@ for t in build/tests/test_*; do
     [ -x "$t" ] || continue
     # Our code only: with ASan, leaks count.
     out=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:detect_leaks=1} "$t" 2>&1)
-    rc=$?
-    printf '%s\n' "$out" | grep -E '^\[  (FAILED|SKIPPED) \]|^\[ *(FAILED|ERROR) *\]' || true
-    n_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-    n_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-    n_skip=$(sed -n 's/^\[  SKIPPED \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-    printf '%-40s %s passed, %s failed, %s skipped\n' "$(basename "$t")" \
-        "${n_pass:-0}" "${n_fail:-0}" "${n_skip:-0}"
-    passed=$((passed + ${n_pass:-0}))
-    failed=$((failed + ${n_fail:-0}))
-    skipped=$((skipped + ${n_skip:-0}))
-    if [ "$rc" -ne 0 ] && [ -z "$n_fail" ]; then
-        fail "$(basename "$t") exited $rc"
-    fi
+    add_cmocka "$(basename "$t")" $? "$out"
 done
 
 stage "shellcheck"
@@ -236,20 +208,8 @@ done
 
 if [ -n "$reports" ]; then
     stage "sanitizer reports"
-    n=0
-    for f in "$reports"/*; do
-        [ -s "$f" ] || continue
-        n=$((n + 1))
-        echo "---- $f"
-        head -n 40 "$f"
-    done
-    if [ "$n" -eq 0 ]; then
-        pass "no sanitizer report from any process"
-    else
-        fail "$n sanitizer report(s) in $reports"
-    fi
+    sanitizer_reports "all suites" "$reports" 40
 fi
 
 echo
-echo "check: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+tally_total check

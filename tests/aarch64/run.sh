@@ -61,17 +61,12 @@ for arg in "$@"; do
     esac
 done
 
-passed=0
-failed=0
-skipped=0
+# shellcheck source=tests/tools/tally.sh
+. "$ROOT/tests/tools/tally.sh"
 stage() { printf '\n== aarch64: %s\n' "$*"; }
-pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$*"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$*"; }
-skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$*"; }
 finish() {
     echo
-    echo "aarch64: $passed passed, $failed failed, $skipped skipped"
-    [ "$failed" -eq 0 ]
+    tally_total aarch64
     exit
 }
 # Indented tail of a log, for a failure's context.
@@ -225,19 +220,8 @@ else
         n_bins=$((n_bins + 1))
         out=$(timeout "$QEMU_TIMEOUT" qemu-aarch64 -L "$QEMU_ROOT" -E "LD_LIBRARY_PATH=$cmocka_lib" "$t" 2>&1)
         rc=$?
-        printf '%s\n' "$out" | grep -E '^\[  (FAILED|SKIPPED) \]|^\[ *(FAILED|ERROR) *\]' || true
-        n_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-        n_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-        n_skip=$(sed -n 's/^\[  SKIPPED \] \([0-9]\+\) test.*/\1/p' <<<"$out")
-        printf '%-40s %s passed, %s failed, %s skipped (qemu-aarch64)\n' "$(basename "$t")" \
-            "${n_pass:-0}" "${n_fail:-0}" "${n_skip:-0}"
-        passed=$((passed + ${n_pass:-0}))
-        failed=$((failed + ${n_fail:-0}))
-        skipped=$((skipped + ${n_skip:-0}))
-        if [ "$rc" -ne 0 ] && [ -z "$n_fail" ]; then
-            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-            fail "$(basename "$t") exited $rc under qemu-aarch64"
-        fi
+        [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+        add_cmocka "$(basename "$t") (qemu-aarch64)" "$rc" "$out"
     done
     [ "$n_bins" -gt 0 ] || fail "no unit test binaries in $BUILD/tests"
 fi

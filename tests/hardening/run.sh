@@ -38,7 +38,8 @@ done
 [ "${#stages[@]}" -gt 0 ] || stages=(harden regrtest fuzz sanitize)
 want() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
-passed=0 failed=0 skipped=0
+# shellcheck source=tests/tools/tally.sh
+. tests/tools/tally.sh
 count() { # counts the PASS/FAIL/SKIP lines of a stage log
     local p f s
     p=$(grep -c '^PASS ' "$1")
@@ -47,7 +48,6 @@ count() { # counts the PASS/FAIL/SKIP lines of a stage log
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
     printf '(stage %s counted: %d PASS, %d FAIL, %d SKIP)\n' "$2" "$p" "$f" "$s"
 }
-note() { printf '%s %s\n' "$1" "$2"; case "$1" in PASS) passed=$((passed + 1)) ;; FAIL) failed=$((failed + 1)) ;; SKIP) skipped=$((skipped + 1)) ;; esac; }
 # Runs a stage, shows its output, counts it; a stage that fails without a
 # FAIL line of its own counts one failure.
 stage() {
@@ -59,7 +59,7 @@ stage() {
     rc=${PIPESTATUS[0]}
     count "$log" "$name"
     if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
-        note FAIL "$name: exited $rc without reporting a failure"
+        tally FAIL "$name: exited $rc without reporting a failure"
     fi
     rm -f "$log"
 }
@@ -93,7 +93,7 @@ fi
 # ---------------------------------------------------------------- build
 if ! make -s lib tools >/dev/null 2>&1; then
     make -s lib tools 2>&1 | tail -n 20
-    note FAIL "build: make lib tools"
+    tally FAIL "build: make lib tools"
 fi
 [ -s build/interpreters.txt ] || bash tests/provision/interpreters.sh >build/interpreters.txt 2>/dev/null
 
@@ -101,7 +101,7 @@ fi
 # exports PYPERFINJECT_SANITIZER_RUNTIME and the sanitizer options: harden.py
 # and regrtest.py put that runtime first in LD_PRELOAD.
 if [ -z "$PY" ]; then
-    note SKIP "harden, regrtest: no python3 to drive them"
+    tally SKIP "harden, regrtest: no python3 to drive them"
 else
     want harden && stage harden "$PY" tests/hardening/harden.py "--$mode"
     want regrtest && stage regrtest "$PY" tests/hardening/regrtest.py "--$mode"
@@ -122,5 +122,4 @@ if want sanitize; then
 fi
 
 echo
-echo "hardening: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+tally_total hardening

@@ -39,15 +39,9 @@ case "${1:-}" in
 *) echo "usage: sanitize.sh [--short | --full]" >&2; exit 2 ;;
 esac
 
-passed=0 failed=0 skipped=0
-result() {
-    case "$1" in
-    PASS) passed=$((passed + 1)) ;;
-    FAIL) failed=$((failed + 1)) ;;
-    SKIP) skipped=$((skipped + 1)) ;;
-    esac
-    printf '%-4s %-30s %s\n' "$1" "$2" "$3"
-}
+# shellcheck source=tests/tools/tally.sh
+. tests/tools/tally.sh
+result() { tally "$1" "$(printf '%-30s %s' "$2" "$3")"; }
 # Adds "PASS|FAIL|SKIP ..." lines of a sub-run's log to the counts, with a prefix.
 absorb() {
     local prefix=$1 log=$2 status rest
@@ -59,20 +53,7 @@ absorb() {
     done <"$log"
 }
 # FAIL for every sanitizer report left in DIR.
-reports() {
-    local what=$1 dir=$2 f n=0
-    for f in "$dir"/*; do
-        [ -s "$f" ] || continue
-        n=$((n + 1))
-        echo "---- $f"
-        head -n 30 "$f"
-    done
-    if [ "$n" -gt 0 ]; then
-        result FAIL "$what" "$n sanitizer report(s), see above"
-    else
-        result PASS "$what" "no sanitizer report from any process"
-    fi
-}
+reports() { sanitizer_reports "$1" "$2" 30; }
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -84,9 +65,9 @@ second=$(awk -F'\t' '$3 == "pyenv" && $1 ~ /3\.1[1-3]/ {l=$1; c=$2} END {print l
 second_label=${second%%$'\t'*}
 second_cmd=${second#*$'\t'}
 if [ -z "$debian" ]; then
-    echo "SKIP sanitize                      no Debian python in the interpreter matrix"
-    echo "sanitize: 0 passed, 0 failed, 1 skipped"
-    exit 0
+    result SKIP sanitize "no Debian python in the interpreter matrix"
+    tally_total sanitize
+    exit
 fi
 LOGS=$ROOT/build-asan/reports
 SCRATCH=$(mktemp -d /tmp/pyperfinject-sanitize-XXXXXX)
@@ -250,5 +231,4 @@ else
     unset TSAN_OPTIONS
 fi
 
-echo "sanitize: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+tally_total sanitize

@@ -583,9 +583,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-passed=0
-failed=0
-skipped=0
+# shellcheck source=tests/tools/tally.sh
+. "$ROOT/tests/tools/tally.sh"
 rm -rf "$ART"
 mkdir -p "$ART"
 [ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || san_wrapper "$W" "$W_REAL"
@@ -640,14 +639,11 @@ run_test() {
     # Keep a failed test's files (recordings) for a look; drop the others'.
     if [ "$rc" -eq 0 ] || [ "$rc" -eq "$SKIP_RC" ]; then rm -rf "$ART/tmp.$name".*; fi
     if [ "$rc" -eq 0 ]; then
-        passed=$((passed + 1))
-        echo "PASS $label ($((SECONDS - start)) s)"
+        pass "$label ($((SECONDS - start)) s)"
     elif [ "$rc" -eq "$SKIP_RC" ]; then
-        skipped=$((skipped + 1))
-        echo "SKIP $label: $(sed -n 's/^SKIP-REASON: //p' "$log" | tail -n 1)"
+        skip "$label: $(sed -n 's/^SKIP-REASON: //p' "$log" | tail -n 1)"
     else
-        failed=$((failed + 1))
-        echo "FAIL $label (exit $rc; log $log):"
+        fail "$label (exit $rc; log $log):"
         tail -n 15 "$log" | sed 's/^/    /'
     fi
 }
@@ -677,5 +673,4 @@ if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
     done <"$ROOT/build/interpreters.txt"
 fi
 echo "artifacts: $ART"
-echo "wrapper: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+tally_total wrapper
