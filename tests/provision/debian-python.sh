@@ -24,7 +24,9 @@
 # sources; trust from /usr/share/keyrings/debian-archive-keyring.gpg)
 # downloads the interpreter packages plus their run-time Depends closure
 # (apt-cache depends, first usable alternative, a few packages pruned, see
-# PRUNE) and unpacks them with dpkg-deb into a private sysroot.  No maintainer
+# PRUNE), on amd64 also CPython's own test package (libpythonX.Y-testsuite,
+# about 5 MiB: the regression tests and test_perf_profiler run under the
+# preload; too slow under qemu, so not for arm64), and unpacks them with dpkg-deb into a private sysroot.  No maintainer
 # script runs and nothing touches the host's dpkg database.
 #
 # Layout, CACHE=${PYPERFINJECT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyperfinject}:
@@ -429,6 +431,12 @@ wrapper_works() {
     [ -x "$1" ] && timeout 120 "$1" -c 'import sys' >/dev/null 2>&1
 }
 
+# The test package is unpacked in sysroot $1 for python $2, or the suite has
+# none for that version.
+has_testsuite() {
+    [ -f "$1/usr/lib/python$2/test/test_sys.py" ] || [ -f "$1/.no-testsuite-$2" ]
+}
+
 # ------------------------------------------------------------ per version
 SUITE=
 provision() {
@@ -437,11 +445,13 @@ provision() {
     local suites=${suite:-sid $FALLBACK_SUITES} s label
     local first_label=python$v-${suite:-sid}-$arch
 
-    # fast path: a working wrapper from an earlier run
+    # fast path: a working wrapper from an earlier run (with the test package
+    # where one is wanted; sysroots made before it was are provisioned again)
     if [ "$force" -eq 0 ]; then
         for s in $suites; do
             label=python$v-$s-$arch
-            if wrapper_works "$CACHE/bin/$label"; then
+            if wrapper_works "$CACHE/bin/$label" &&
+                { [ "$arch" != amd64 ] || has_testsuite "$CACHE/sysroot/$s-$arch" "$base"; }; then
                 echo "provisioned $label $CACHE/bin/$label"
                 return 0
             fi
@@ -474,6 +484,7 @@ provision() {
 
     roots=("python$base-minimal" "libpython$base-minimal" "libpython$base-stdlib" "python$base" "libpython$base")
     [ -z "$dbg" ] || roots+=("python$base-dbg" "libpython$base-dbg")
+    [ "$arch" != amd64 ] || roots+=("libpython$base-testsuite")
     mapfile -t roots < <(with_candidate "${roots[@]}")
     if [ -n "$dbg" ] && ! printf '%s\n' "${roots[@]}" | grep -qx "python$base-dbg"; then
         echo "unavailable $label: python$base-dbg not in $SUITE for $arch"
@@ -502,6 +513,9 @@ provision() {
     if ! loader=$(find_loader); then
         echo "unavailable $label: no $loader_name in $SYSROOT"
         return 0
+    fi
+    if [ "$arch" = amd64 ] && ! printf '%s\n' "${roots[@]}" | grep -qx "libpython$base-testsuite"; then
+        touch "$SYSROOT/.no-testsuite-$base" # nothing to fetch next time
     fi
     make_wrapper "$label" "$python" "$loader"
     local out
