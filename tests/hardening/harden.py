@@ -40,7 +40,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPTS = os.path.join(HERE, "scripts")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-import perfmap  # noqa: E402  (shared with tests/integration/run.py)
+import matrix  # noqa: E402  (shared with tests/integration/run.py)
+import perfmap  # noqa: E402
+import perftool  # noqa: E402
 
 TIMEOUT = 240
 NOBODY = 65534
@@ -73,18 +75,7 @@ class Interp(object):
 
 
 def discover(path):
-    if path and os.path.exists(path):
-        with open(path) as f:
-            text = f.read()
-    else:
-        text = subprocess.run(["bash", os.path.join(ROOT, "tests", "provision", "interpreters.sh")],
-                              stdout=subprocess.PIPE, universal_newlines=True).stdout
-    found = []
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3 and parts[0] and not parts[0].startswith("#"):
-            found.append(Interp(*parts))
-    return found
+    return [Interp(*row) for row in matrix.read(path)]
 
 
 def roles(interps):
@@ -241,20 +232,13 @@ def same_program(plain, pre, what, max_lines=1, must=None):
 
 
 def read_map(path, allow_partial_tail=False):
-    """Strictly parsed map (tests/tools/perfmap.py): every line
-    'START SIZE py::...', symbol at most perfmap.SYMBOL_MAX bytes. Returns (entries,
-    partial tail bytes)."""
-    try:
-        return perfmap.read(path, allow_partial_tail, prefix=b"py::",
-                            symbol_max=perfmap.SYMBOL_MAX)
-    except perfmap.MapError as e:
-        raise Fail(str(e))
+    """Strictly parsed map (tests/tools/perfmap.py), every symbol 'py::...' of
+    at most perfmap.SYMBOL_MAX bytes: (entries, partial tail bytes)."""
+    return perfmap.read(path, allow_partial_tail, b"py::", perfmap.SYMBOL_MAX, Fail)
 
 
 def no_overlap(entries, what):
-    pair = perfmap.first_overlap(entries)
-    if pair:
-        raise Fail("%s: overlapping entries %r and %r" % (what, pair[0][2][:60], pair[1][2][:60]))
+    perfmap.require_no_overlap(entries, what, Fail)
 
 
 def check_dump(ctx, path, pid=None, allow_truncated=False, expect=()):
@@ -851,13 +835,7 @@ def t_kill(ctx, interp, work):
 
 
 def perf_usable():
-    if shutil.which("perf") is None:
-        return "perf is not installed"
-    p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "true"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        return "perf record is not permitted here: %r" % p.stderr[-160:]
-    return None
+    return perftool.why_unusable()
 
 
 def t_kill_perf(ctx, interp, work):

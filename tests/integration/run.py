@@ -21,7 +21,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-import perfmap  # noqa: E402  (shared with tests/hardening/harden.py)
+import matrix  # noqa: E402  (shared with tests/hardening/harden.py)
+import perfmap  # noqa: E402
+import perftool  # noqa: E402
 TIMEOUT = 300
 # `make check SANITIZE=...` (tests/run-all.sh): the sanitizer runtime an
 # instrumented library needs in front of it in LD_PRELOAD.
@@ -90,20 +92,8 @@ class Interp(object):
 
 
 def discover(listing=None):
-    """The matrix: LABEL<TAB>COMMAND<TAB>KIND lines from interpreters.sh (or a file)."""
-    if listing:
-        with open(listing) as f:
-            text = f.read()
-    else:
-        script = os.path.join(ROOT, "tests", "provision", "interpreters.sh")
-        text = subprocess.run(["bash", script], stdout=subprocess.PIPE,
-                              universal_newlines=True).stdout
-    found = []
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3 and parts[0] and not parts[0].startswith("#"):
-            found.append(Interp(*parts))
-    return found
+    """The matrix (tests/tools/matrix.py)."""
+    return [Interp(*row) for row in matrix.read(listing)]
 
 
 def is_emulated(interp):
@@ -141,18 +131,12 @@ class Runner(object):
 
 
 def read_map(path):
-    """Parses a perf map strictly (tests/tools/perfmap.py); fails on any
-    malformed line."""
-    try:
-        return perfmap.read(path)[0]
-    except perfmap.MapError as e:
-        raise Fail(str(e))
+    """A perf map's entries, strictly parsed (tests/tools/perfmap.py)."""
+    return perfmap.read(path, error=Fail)[0]
 
 
 def check_no_overlap(entries, what):
-    pair = perfmap.first_overlap(entries)
-    if pair:
-        raise Fail("%s: overlapping entries %r and %r" % (what, pair[0][2][:60], pair[1][2][:60]))
+    perfmap.require_no_overlap(entries, what, Fail)
 
 
 def maps_of(pid_files, outdir):
@@ -418,15 +402,7 @@ def scenario_unwritable_dir(runner, interp, work):
 
 
 def perf_usable():
-    """None if `perf record` works here, else why not."""
-    if shutil.which("perf") is None:
-        return "perf is not installed"
-    probe = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "true"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if probe.returncode != 0:
-        return "perf record is not permitted here (kernel.perf_event_paranoid, CAP_PERFMON): %s" \
-            % probe.stderr.decode(errors="replace").strip()[-160:]
-    return None
+    return perftool.why_unusable()
 
 
 def perf_samples(text):

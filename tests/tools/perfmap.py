@@ -2,8 +2,8 @@
 harnesses (tests/integration/run.py, tests/hardening/harden.py).
 
 A line is "START SIZE SYMBOL\n": lower-case hex without 0x, one space each,
-a symbol in UTF-8 without control characters. Errors raise MapError; each
-harness turns it into its own failure.
+a symbol in UTF-8 without control characters. Errors raise `error` (each
+harness passes its own failure class; MapError by default).
 """
 import os
 import re
@@ -16,7 +16,7 @@ class MapError(Exception):
     pass
 
 
-def read(path, allow_partial_tail=False, prefix=b"", symbol_max=None):
+def read(path, allow_partial_tail=False, prefix=b"", symbol_max=None, error=MapError):
     """Returns ([(start, size, symbol)], partial tail bytes). With
     allow_partial_tail an unterminated last line (a killed writer) is
     returned apart instead of failing; every symbol must start with prefix
@@ -27,30 +27,29 @@ def read(path, allow_partial_tail=False, prefix=b"", symbol_max=None):
     tail = b""
     if data and not data.endswith(b"\n"):
         if not allow_partial_tail:
-            raise MapError("%s does not end with a newline: %r" % (name, data[-80:]))
+            raise error("%s does not end with a newline: %r" % (name, data[-80:]))
         cut = data.rfind(b"\n") + 1
         data, tail = data[:cut], data[cut:]
     entries = []
     for raw in data.splitlines():
         m = LINE.match(raw)
         if not m or not m.group(3).startswith(prefix):
-            raise MapError("malformed map line in %s: %r" % (name, raw[:160]))
+            raise error("malformed map line in %s: %r" % (name, raw[:160]))
         try:
             sym = m.group(3).decode("utf-8")
         except UnicodeDecodeError:
-            raise MapError("map line is not UTF-8: %r" % raw[:160])
+            raise error("map line is not UTF-8: %r" % raw[:160])
         if any(ord(c) < 0x20 or ord(c) == 0x7f for c in sym):
-            raise MapError("control character in map line: %r" % raw[:160])
+            raise error("control character in map line: %r" % raw[:160])
         if symbol_max is not None and len(m.group(3)) > symbol_max:
-            raise MapError("symbol of %d bytes (limit %d)" % (len(m.group(3)), symbol_max))
+            raise error("symbol of %d bytes (limit %d)" % (len(m.group(3)), symbol_max))
         entries.append((int(m.group(1), 16), int(m.group(2), 16), sym))
     return entries, tail
 
 
-def first_overlap(entries):
-    """The first two entries whose address ranges overlap, or None."""
+def require_no_overlap(entries, what, error=MapError):
+    """Raises `error` naming the first two entries whose ranges overlap."""
     spans = sorted((start, start + size, sym) for start, size, sym in entries)
     for a, b in zip(spans, spans[1:]):
         if b[0] < a[1]:
-            return a, b
-    return None
+            raise error("%s: overlapping entries %r and %r" % (what, a[2][:60], b[2][:60]))
