@@ -364,9 +364,8 @@ static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstat
 
 /* The plain path, kept free of calls so that it needs no stack frame and
  * leaves by a tail jump into the trampoline: attention clear, a code
- * object, its trampoline found by the direct co_extra read. Every read of
- * shared state on this path is here (see SAME_FRAME_SHAPE). */
-static inline void *fast_lookup(struct pi_state *s, void *frame, void **next)
+ * object, its trampoline found by the direct co_extra read. */
+static inline void *fast_lookup(struct pi_state *s, void *frame)
 {
     if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
         return NULL; /* PI_ATTN_LOOKUP covers the lookup modes other than direct */
@@ -376,20 +375,18 @@ static inline void *fast_lookup(struct pi_state *s, void *frame, void **next)
     const struct code_extra *x =
         *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
     long index = hot_extra_index(&s->hot);
-    if (UNLIKELY(x == NULL || index >= x->size))
-        return NULL;
-    void *tramp = x->slots[index];
-    *next = hot_next_eval(&s->hot);
-    return tramp;
+    return LIKELY(x != NULL && index < x->size) ? x->slots[index] : NULL;
 }
 
 /* The entry points and the tail-call wrappers are left uninstrumented so
  * that a ThreadSanitizer build keeps the release build's shape: no frame of
  * ours between CPython's evaluator and the trampoline (perf 6.1 loses the
- * chain above such a frame in some runs: docs/reliability.md, 5). They
- * touch no shared state themselves; fast_lookup and slow_path stay
- * instrumented, since compilers don't inline across differing sanitizer
- * attributes. Without a sanitizer the attribute changes nothing. */
+ * chain above such a frame in some runs: docs/reliability.md, F12). Their
+ * reads of shared state go through fast_lookup, hot_next_eval and
+ * slow_path, which stay instrumented: compilers don't inline across
+ * differing sanitizer attributes. No local of theirs may have its address
+ * taken (ASan would give it a frame). Without a sanitizer the attribute
+ * changes nothing. */
 #define SAME_FRAME_SHAPE __attribute__((no_sanitize("thread")))
 
 /* The rest of a call that missed the plain path; entered by tail call. */
@@ -416,20 +413,20 @@ static SAME_FRAME_SHAPE __attribute__((noinline)) void *slow_frame_throw(void *f
 /* 3.9+: PyObject *(PyThreadState *, frame, int) */
 static SAME_FRAME_SHAPE void *hook_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
-    void *next;
-    void *tramp = fast_lookup(&pi_state, frame, &next);
+    struct pi_state *s = &pi_state;
+    void *tramp = fast_lookup(s, frame);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, next);
+        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, hot_next_eval(&s->hot));
     return slow_tstate_frame_throw(tstate, frame, throwflag);
 }
 
 /* 3.6-3.8: PyObject *(PyFrameObject *, int) */
 static SAME_FRAME_SHAPE void *hook_frame_throw(void *frame, int throwflag)
 {
-    void *next;
-    void *tramp = fast_lookup(&pi_state, frame, &next);
+    struct pi_state *s = &pi_state;
+    void *tramp = fast_lookup(s, frame);
     if (LIKELY(tramp != NULL))
-        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, next);
+        return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL, hot_next_eval(&s->hot));
     return slow_frame_throw(frame, throwflag);
 }
 

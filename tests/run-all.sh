@@ -112,6 +112,18 @@ if [ -f build/libpyperfinject.so ]; then
     fi
 fi
 
+stage "hot path shape"
+if [ "$(uname -m)" != x86_64 ]; then
+    skip "hook shape: checked on x86-64 builds only"
+else
+    shape=$(bash tests/tools/hook-shape.sh build/libpyperfinject.so)
+    case $? in
+    0) pass "hook shape: $shape" ;;
+    1) fail "hook shape: $shape (docs/design.md)" ;;
+    *) skip "hook shape: $shape" ;;
+    esac
+fi
+
 stage "unit tests (cmocka)"
 for t in build/tests/test_*; do
     [ -x "$t" ] || continue
