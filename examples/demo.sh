@@ -4,8 +4,14 @@
 # Without a usable perf it still shows the names the library wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s lib
-lib=$PWD/build/libpyperfinject.so
+# `make check SANITIZE=...` leaves build/ instrumented (tests/run-all.sh,
+# build/.flags): the demo shows the library users get, built apart then.
+build=build
+case "$(cat build/.flags 2>/dev/null)" in
+*SANITIZE=?*) build="build-plain" ;;
+esac
+make -s BUILD="$build" lib
+lib=$PWD/$build/libpyperfinject.so
 python=$(command -v python3)
 out=$(mktemp -d /tmp/pyperfinject-demo.XXXXXX)
 trap 'rm -rf "$out"' EXIT
