@@ -6,34 +6,34 @@
 #define NO -1
 
 /* Rows: version, hook signature, install, code extra, wait, meaning of the
- * initial field, eval_frame field offset, frame->code offset and tag mask,
+ * initial field, how a call is refused on a full C stack, eval_frame field offset, frame->code offset and tag mask,
  * then code-object offsets (filename, name, qualname, firstlineno, co_extra)
  * for the default (GIL) build. co_extra is read directly on the hot path
  * and verified against the API on the first trampoline (eval.c). Sources: offsetof() on 3.6.15-3.13.0 pyenv builds and
  * Debian 3.11/3.14/3.15, cross-checked with PyCode_Type.tp_members. */
 static const struct pi_abi table[] = {
-#define ROW(mi, hook, inst, extra, wait, def, evoff, fcoff, tag, fn, nm, qn, fl, cx)            \
-    {3, mi, hook, inst, extra, wait, def, evoff, fcoff, tag, 8, fn, nm, qn, fl, cx, 0}
+#define ROW(mi, hook, inst, extra, wait, def, own, evoff, fcoff, tag, fn, nm, qn, fl, cx)       \
+    {3, mi, hook, inst, extra, wait, def, own, evoff, fcoff, tag, 8, fn, nm, qn, fl, cx, 0}
     ROW(6, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
-        PI_DEFAULT_IS_FUNCTION, 112, 32, 0, 96, 104, NO, 36, NO),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 112, 32, 0, 96, 104, NO, 36, NO),
     ROW(7, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
-        PI_DEFAULT_IS_FUNCTION, 464, 32, 0, 96, 104, NO, 36, NO),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 464, 32, 0, 96, 104, NO, 36, NO),
     ROW(8, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, 568, 32, 0, 104, 112, NO, 40, 144),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 568, 32, 0, 104, 112, NO, 40, 144),
     ROW(9, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, NO, 32, 0, 104, 112, NO, 40, 144),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, NO, 32, 0, 104, 112, NO, 40, 144),
     ROW(10, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, NO, 32, 0, 104, 112, NO, 40, 144),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, NO, 32, 0, 104, 112, NO, 40, 144),
     ROW(11, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, NO, 32, 0, 112, 120, 128, 72, 176),
+        PI_DEFAULT_IS_NULL, PI_REFUSE_RETURN, NO, 32, 0, 112, 120, 128, 72, 176),
     ROW(12, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, NO, 0, 0, 112, 120, 128, 68, 184),
+        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, NO, 0, 0, 112, 120, 128, 68, 184),
     ROW(13, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, NO, 0, 0, 112, 120, 128, 68, 192),
+        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, NO, 0, 0, 112, 120, 128, 68, 192),
     ROW(14, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, NO, 0, 3, 112, 120, 128, 68, 200),
+        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, NO, 0, 3, 112, 120, 128, 68, 200),
     ROW(15, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, NO, 0, 3, 112, 120, 128, 68, 200),
+        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, NO, 0, 3, 112, 120, 128, 68, 200),
 #undef ROW
 };
 

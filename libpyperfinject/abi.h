@@ -42,6 +42,20 @@ enum pi_default_kind {
     PI_DEFAULT_IS_NULL,     /* NULL means default (3.11+) */
 };
 
+/* How the hook refuses a call when the thread's C stack is nearly full
+ * (stackguard.h): it depends on who pops the frame it is given. */
+enum pi_refusal {
+    PI_REFUSE_RETURN, /* 3.6-3.11: the caller pops it. Return NULL with
+                         RecursionError set before the evaluator owns the
+                         frame, as the evaluator's own check does at entry. */
+    PI_REFUSE_THROW,  /* 3.12/3.13: the evaluator pops it. Call the evaluator
+                         with the exception set and throwflag 1: it unwinds
+                         and pops the frame, as for a generator's throw().
+                         (CPython counts C recursion there, not bytes.) */
+    PI_REFUSE_NONE,   /* 3.14+: CPython checks the stack itself on every
+                         evaluator entry. */
+};
+
 struct pi_abi {
     uint8_t major, minor;
     enum pi_hook_kind hook;
@@ -49,6 +63,7 @@ struct pi_abi {
     enum pi_extra_kind extra;
     enum pi_wait_kind wait;
     enum pi_default_kind default_eval;
+    enum pi_refusal refusal;
     int16_t eval_frame_offset;  /* PI_INSTALL_FIELD only, else -1 */
     int16_t frame_code_offset;  /* code object pointer in the evaluated frame */
     uintptr_t frame_code_tag;   /* low bits to clear (tagged _PyStackRef, 3.14+) */

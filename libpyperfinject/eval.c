@@ -9,6 +9,7 @@
 #include "control.h"
 #include "log.h"
 #include "names.h"
+#include "stackguard.h"
 #include "state.h"
 #include "unwind_registry.h"
 
@@ -369,6 +370,8 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
 {
     if (UNLIKELY(atomic_load_explicit(&s->hot.attention, memory_order_relaxed) != 0))
         return NULL; /* PI_ATTN_LOOKUP covers the lookup modes other than direct */
+    if (UNLIKELY(pi_stack_low()))
+        return NULL; /* a new thread, or one near its stack's end */
     pi_pyobj *code = code_of(&s->hot, frame);
     if (UNLIKELY(code == NULL))
         return NULL;
@@ -389,10 +392,33 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
  * changes nothing. */
 #define SAME_FRAME_SHAPE __attribute__((no_sanitize("thread")))
 
+/* The thread's C stack is nearly full (stackguard.h): sets RecursionError
+ * and returns 1, unless CPython guards the stack itself there. Also
+ * computes a new thread's floor on its first call. How the call is then
+ * refused depends on who pops the frame (enum pi_refusal). */
+static __attribute__((noinline, cold)) int refuse_deep_call(struct pi_state *s)
+{
+    size_t used = 0, size = 0;
+    if (!pi_stack_exhausted(pi_stack_pointer(), s->abi.refusal != PI_REFUSE_NONE, &used, &size))
+        return 0;
+    char message[200];
+    snprintf(message, sizeof message,
+             "maximum recursion depth exceeded: %zu of %zu KiB of C stack used (pyperfinject: "
+             "under a PEP 523 hook every Python call is a C call)",
+             used / 1024, size / 1024);
+    s->py.ErrSetString(*s->py.ExcRecursionError, message);
+    return 1;
+}
+
 /* The rest of a call that missed the plain path; entered by tail call. */
 static SAME_FRAME_SHAPE __attribute__((noinline)) void *
 slow_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
+    if (UNLIKELY(pi_stack_low()) && refuse_deep_call(&pi_state)) {
+        if (pi_state.abi.refusal == PI_REFUSE_RETURN)
+            return NULL;
+        throwflag = 1; /* the evaluator unwinds the frame with the exception */
+    }
     void *next;
     void *tramp = slow_path(&pi_state, tstate, frame, throwflag, &next);
     if (tramp == NULL)
@@ -403,6 +429,8 @@ slow_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 static SAME_FRAME_SHAPE __attribute__((noinline)) void *slow_frame_throw(void *frame,
                                                                           int throwflag)
 {
+    if (UNLIKELY(pi_stack_low()) && refuse_deep_call(&pi_state))
+        return NULL;
     void *next;
     void *tramp = slow_path(&pi_state, NULL, frame, throwflag, &next);
     if (tramp == NULL)
@@ -435,7 +463,7 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
     if (LIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
-                ~PI_ATTN_LOOKUP) == 0)) {
+                ~PI_ATTN_LOOKUP) == 0 && !pi_stack_low())) {
         pi_pyobj *code = code_of(&s->hot, frame);
         if (LIKELY(code != NULL)) {
             struct pi_side_key key;
@@ -454,6 +482,11 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
 static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
+    if (UNLIKELY(pi_stack_low()) && refuse_deep_call(s)) {
+        if (s->abi.refusal == PI_REFUSE_RETURN)
+            return NULL;
+        throwflag = 1;
+    }
     long index = hot_extra_index(&s->hot);
     void *next = hot_next_eval(&s->hot);
     if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
@@ -465,6 +498,8 @@ static void *passthrough_tstate_frame_throw(void *tstate, void *frame, int throw
 static void *passthrough_frame_throw(void *frame, int throwflag)
 {
     struct pi_state *s = &pi_state;
+    if (UNLIKELY(pi_stack_low()) && refuse_deep_call(s))
+        return NULL;
     long index = hot_extra_index(&s->hot);
     void *next = hot_next_eval(&s->hot);
     if (UNLIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &

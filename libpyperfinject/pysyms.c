@@ -39,6 +39,8 @@ static const struct symbol symbols[] = {
     {F(ErrFetch), {"PyErr_Fetch"}, 6, 99},
     {F(ErrRestore), {"PyErr_Restore"}, 6, 99},
     {F(ErrClear), {"PyErr_Clear"}, 6, 99},
+    {F(ErrSetString), {"PyErr_SetString"}, 6, 99},
+    {F(ExcRecursionError), {"PyExc_RecursionError"}, 6, 99},
     {F(AddPendingCall), {"Py_AddPendingCall"}, 6, 99},
     {F(SysGetObject), {"PySys_GetObject"}, 6, 99},
     {F(SysSetObject), {"PySys_SetObject"}, 6, 99},

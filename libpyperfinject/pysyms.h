@@ -37,6 +37,8 @@ struct pi_py {
     void (*ErrFetch)(pi_pyobj **type, pi_pyobj **value, pi_pyobj **tb);
     void (*ErrRestore)(pi_pyobj *type, pi_pyobj *value, pi_pyobj *tb);
     void (*ErrClear)(void);
+    void (*ErrSetString)(pi_pyobj *type, const char *message);
+    pi_pyobj **ExcRecursionError;                      /* &PyExc_RecursionError */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
     pi_pyobj *(*SysGetObject)(const char *name);                  /* borrowed */
     int (*SysSetObject)(const char *name, pi_pyobj *value);
