@@ -275,6 +275,7 @@ out:
 
 __attribute__((constructor)) static void pi_constructor(void)
 {
+    pi_log_capture_stderr(); /* before anything may want to say something */
     pi_unwind_init();
     /* setuid/setgid/capability programs: never act on the caller's
      * environment there. */

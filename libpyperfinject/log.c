@@ -4,10 +4,36 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Written once by the constructor, read everywhere: a plain int suffices. */
+/* Written once by the constructor, read everywhere: plain fields suffice. */
 static int current_level = PI_LOG_WARN;
+static struct {
+    int known; /* fd 2 was open at start */
+    dev_t dev;
+    ino_t ino;
+} start_stderr;
+
+void pi_log_capture_stderr(void)
+{
+    struct stat st;
+    int saved_errno = errno;
+    start_stderr.known = fstat(STDERR_FILENO, &st) == 0;
+    if (start_stderr.known) {
+        start_stderr.dev = st.st_dev;
+        start_stderr.ino = st.st_ino;
+    }
+    errno = saved_errno;
+}
+
+/* fstat is async-signal-safe: usable where pi_log is. */
+static int stderr_is_ours(void)
+{
+    struct stat st;
+    return start_stderr.known && fstat(STDERR_FILENO, &st) == 0 &&
+           st.st_dev == start_stderr.dev && st.st_ino == start_stderr.ino;
+}
 
 void pi_log_set_level(int level) { current_level = level; }
 
@@ -18,6 +44,10 @@ void pi_log(int level, const char *fmt, ...)
     if (level > current_level || level <= PI_LOG_QUIET)
         return;
     int saved_errno = errno; /* a guest must not change the host's errno */
+    if (!stderr_is_ours()) {
+        errno = saved_errno;
+        return;
+    }
     char line[512];
     static const char prefix[] = "pyperfinject: ";
     memcpy(line, prefix, sizeof prefix - 1);
