@@ -1196,6 +1196,62 @@ def t_recursion(ctx, interp, work):
     return note
 
 
+def t_fork_stderr(ctx, interp, work):
+    """Twisted's and gevent's way of starting a process: fork, put a pipe
+    the parent reads on fds 1-2, close every other descriptor (the
+    library's files too), run new Python code, then exec or write and
+    _exit. What the parent reads from the child is the same with and
+    without the library, at PYPERFINJECT_VERBOSE 0, 1 and 2: the library
+    never writes into a stderr the program has rearranged (log.h)."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, script("fork_stderr.py")]
+    plain = ctx.run(argv, False, out)
+    if plain.returncode != 0:
+        raise Fail("without the library: rc %d, %r" % (plain.returncode, plain.stdout[-200:]))
+    for verbose in ("0", "1", "2"):
+        pre = ctx.run(argv, True, out, {"PYPERFINJECT_VERBOSE": verbose})
+        if pre.returncode != 0 or pre.stdout != plain.stdout:
+            raise Fail("verbose %s: the children's output differs: %r (without: %r)" %
+                       (verbose, pre.stdout[-300:], plain.stdout[-200:]))
+    return "children's stderr byte-identical at verbose 0-2: " + plain.stdout.decode().strip()
+
+
+def t_deep_stack(ctx, interp, work):
+    """Recursion with the limit at 10**6 until RecursionError, on the main
+    thread (8 MiB and `ulimit -s 1024`), a default thread and a 256 KiB
+    threading.stack_size() thread:
+    with the library always RecursionError and a working interpreter after
+    it, never a signal (the C-stack guard, docs/reliability.md). Without
+    the library 3.6-3.10 die of SIGSEGV here; 3.11+ reach the limit (not
+    run: a million frames take minutes on a debug build)."""
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    notes, bad = [], []
+
+    def small_main_stack():  # ulimit -s 1024
+        import resource
+        resource.setrlimit(resource.RLIMIT_STACK,
+                           (1 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+    for where, preexec in (("main", None), ("thread", None), ("thread:262144", None),
+                           ("main", small_main_stack)):
+        argv = [interp.command, script("deep_stack.py"), where]
+        pre = ctx.run(argv, True, out, timeout=120, preexec=preexec)
+        if preexec:
+            where = "main(ulimit -s 1024)"
+        got = pre.stdout.decode(errors="replace").split()
+        if pre.returncode != 0 or got[1:2] != ["RecursionError"] or got[3:4] != ["OK"]:
+            bad.append("%s: rc %d, %r %r" % (where, pre.returncode, pre.stdout[-80:],
+                                             pre.stderr[-160:]))
+            continue
+        notes.append("%s %s" % (where, got[2]))
+        for f in os.listdir(out):
+            os.unlink(os.path.join(out, f))
+    if bad:
+        raise Fail("; ".join(bad))
+    return "RecursionError at depth " + ", ".join(notes)
+
+
 def t_allocator(ctx, interp, work):
     """Memory allocator switches at start-up (PYTHONMALLOC, -X dev,
     PYTHONDEVMODE): the program runs and exits as without the library."""
@@ -1287,6 +1343,7 @@ def t_forkwarn(ctx, interp, work):
 # ------------------------------------------------------------------ the table
 
 SMOKE_ALL = ("debian", "oldest", "newest-pyenv", "newest-sid")
+EVERY = ("every",)  # every CPython 3 of the matrix, in the smoke run too
 TESTS = [
     # (name, function, smoke roles)
     ("fs/symlink-map", t_symlink("map"), ("debian", "oldest")),
@@ -1323,6 +1380,8 @@ TESTS = [
     ("input/sys-introspection", t_sys_introspection, ("newest-pyenv", "newest-sid")),
     ("input/allocator-switch", t_allocator, ("debian", "debian-dbg", "oldest", "newest-pyenv")),
     ("input/recursion-depth", t_recursion, SMOKE_ALL),
+    ("input/deep-recursion-stack", t_deep_stack, EVERY),
+    ("proc/fork-close-fds-stderr", t_fork_stderr, EVERY),
 ]
 
 # Tests that a preloaded sanitizer runtime (--preload-prefix) keeps from
@@ -1332,6 +1391,9 @@ SANITIZER_LIMITS = {
     "input/recursion-depth": (
         "", "it measures the C stack each call costs (instrumented frames are larger) and "
         "overflows the stack on purpose (each overflow is a sanitizer report)"),
+    "input/deep-recursion-stack": (
+        "", "it runs the C stack out on purpose, which a sanitizer runtime reports (and its "
+        "instrumented frames are larger)"),
     "conc/fork-while-threads-exit": (
         "asan", "the ASan runtime does not lock its allocator around fork(): a child forked "
         "while another thread allocates hangs in the runtime's free(), library or not"),
@@ -1406,7 +1468,7 @@ def main():
             if why:
                 report("SKIP", name, "-", "with a sanitizer runtime preloaded: " + why)
                 continue
-            if args.full or args.interp:
+            if args.full or args.interp or smoke_roles == EVERY:
                 chosen = interps
             else:
                 chosen = [pick[r] for r in smoke_roles if r in pick and pick[r] in interps]
