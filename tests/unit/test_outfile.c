@@ -1,4 +1,4 @@
-/* outfile.c + perfmap.c: safe opening, whole-line appends, fork inheritance. */
+/* outfile.c + perfmap.c: safe opening, whole-line appends, fork inheritance, bulk copies. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,6 +133,85 @@ static void test_perfmap_lines_and_fork_copy(void **state)
     close(child.fd);
 }
 
+/* The source's bytes in a fresh file of our own; returns its fd. */
+static int source_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    return fd;
+}
+
+static void check_append_copy(int expect_kernel)
+{
+    int from = source_file("copy-src", "line one\nline two\nline three\n");
+    int to = source_file("copy-dst", "own line\n");
+    long long rc = pi_outfile_append_copy(from, 18, to, 9); /* the first two lines */
+    assert_true(rc >= 0);
+    if (expect_kernel == 0)
+        assert_int_equal(rc, 0);
+    /* O_APPEND is back: the next write lands at the end. */
+    assert_true(fcntl(to, F_GETFL) & O_APPEND);
+    assert_int_equal(write(to, "after\n", 6), 6);
+    char path[256];
+    snprintf(path, sizeof path, "%s/copy-dst", dir);
+    assert_string_equal(slurp(path), "own line\nline one\nline two\nafter\n");
+    close(from);
+    close(to);
+}
+
+static void test_append_copy_exact_prefix(void **state)
+{
+    (void)state;
+    check_append_copy(-1); /* copy_file_range where the kernel serves it */
+}
+
+static long refuse_copy(int a, int64_t *b, int c, int64_t *d, size_t e)
+{
+    (void)a, (void)b, (void)c, (void)d, (void)e;
+    errno = EXDEV;
+    return -1;
+}
+
+static long copy_one_byte_then_refuse(int a, int64_t *b, int c, int64_t *d, size_t e)
+{
+    static int calls;
+    if (calls++ % 2 == 1)
+        return refuse_copy(a, b, c, d, e);
+    char byte;
+    if (pread(a, &byte, 1, *b) != 1 || pwrite(c, &byte, 1, *d) != 1)
+        return -1;
+    ++*b, ++*d;
+    return 1;
+}
+
+static void test_append_copy_fallback(void **state)
+{
+    (void)state;
+    long (*real)(int, int64_t *, int, int64_t *, size_t) = pi_outfile_kernel_copy;
+    pi_outfile_kernel_copy = refuse_copy; /* another file system, an old kernel */
+    check_append_copy(0);
+    pi_outfile_kernel_copy = copy_one_byte_then_refuse; /* refused midway */
+    check_append_copy(-1);
+    pi_outfile_kernel_copy = real;
+}
+
+static void test_append_copy_short_source_leaves_file(void **state)
+{
+    (void)state;
+    int from = source_file("copy-src", "short\n");
+    int to = source_file("copy-dst", "own line\n");
+    assert_int_equal(pi_outfile_append_copy(from, 100, to, 9), -1);
+    assert_true(fcntl(to, F_GETFL) & O_APPEND);
+    char path[256];
+    snprintf(path, sizeof path, "%s/copy-dst", dir);
+    assert_string_equal(slurp(path), "own line\n"); /* no half copy left */
+    close(from);
+    close(to);
+}
+
 static void test_append_cuts_partial_record(void **state)
 {
     (void)state;
@@ -150,6 +230,9 @@ int main(void)
         cmocka_unit_test(test_refuses_symlink_and_hardlink),
         cmocka_unit_test(test_refuses_other_owner),
         cmocka_unit_test(test_perfmap_lines_and_fork_copy),
+        cmocka_unit_test(test_append_copy_exact_prefix),
+        cmocka_unit_test(test_append_copy_fallback),
+        cmocka_unit_test(test_append_copy_short_source_leaves_file),
         cmocka_unit_test(test_append_cuts_partial_record),
     };
     return cmocka_run_group_tests_name("outfile", tests, setup, teardown);
