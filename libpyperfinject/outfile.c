@@ -92,27 +92,6 @@ int pi_outfile_append(int fd, const void *buf, size_t len, uint64_t size_before)
     return -1;
 }
 
-int pi_outfile_copy_prefix(int from_fd, int to_fd, uint64_t len)
-{
-    /* pread/write rather than copy_file_range: the target is O_APPEND, which
-     * copy_file_range refuses. */
-    char buf[8192];
-    uint64_t in = 0;
-    while (in < len) {
-        size_t want = len - in < sizeof buf ? (size_t)(len - in) : sizeof buf;
-        ssize_t n = pread(from_fd, buf, want, (off_t)in);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        size_t done;
-        if (write_all(to_fd, buf, (size_t)n, &done) != 0)
-            return -1;
-        in += (uint64_t)n;
-    }
-    return 0;
-}
-
 /* copy_file_range through syscall(2): the glibc wrapper appeared in 2.27,
  * and a library linked against it would not load on older systems. */
 static long kernel_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len)

@@ -39,10 +39,6 @@ int pi_outfile_still_ours(int fd, const struct pi_file_id *id);
  * -1 with errno set. */
 int pi_outfile_append(int fd, const void *buf, size_t len, uint64_t size_before);
 
-/* Copies the first `len` bytes of from_fd to the end of to_fd (used by a
- * forked child to inherit its parent's entries). Returns 0 or -1. */
-int pi_outfile_copy_prefix(int from_fd, int to_fd, uint64_t len);
-
 /* Appends the first `len` bytes of from_fd to to_fd, whose size is
  * `to_size` (a forked child inheriting its parent's map lines). In bulk: one
  * copy_file_range (the kernel copies, or reflinks where the file system can),

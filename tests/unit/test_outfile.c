@@ -1,4 +1,4 @@
-/* outfile.c + perfmap.c: safe opening, whole-line appends, fork inheritance, bulk copies. */
+/* outfile.c + perfmap.c: safe opening, whole-line appends, fork inheritance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,27 +110,80 @@ static void test_perfmap_lines_and_fork_copy(void **state)
     t.symbol = "py::b:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
-    /* What a forked child does: its own file, starting with the parent's. */
+    /* What a forked child does: its own file first, with its own lines;
+     * the parent's lines up to the fork are appended later, in bulk. */
     struct pi_perfmap child = parent;
     child.fd = dup(parent.fd);
-    assert_int_equal(pi_perfmap_ops.after_fork_child(&child, dir, 101, 1, err, sizeof err), 0);
-    t.addr += 128;
+    pi_perfmap_ops.forked(&child, 1);
+    assert_int_equal(child.fd, -1);
+    assert_int_equal(pi_perfmap_ops.inheritable(&child), parent.size);
+    assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 101, err, sizeof err), 0);
+    t.addr = 0x7f0000101000u;
     t.symbol = "py::c:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+    t.addr = 0x7f0000001100u;
     t.symbol = "py::parent_later:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
     char path[256];
     snprintf(path, sizeof path, "%s/perf-101.map", dir);
-    assert_string_equal(slurp(path), "7f0000001000 10 py::a:/x.py\n"
+    assert_string_equal(slurp(path), "7f0000101000 10 py::c:/x.py\n");
+    assert_int_equal(pi_perfmap_ops.inherit(&child, dir, err, sizeof err), 0);
+    assert_int_equal(pi_perfmap_ops.inheritable(&child), 0);
+    t.addr = 0x7f0000101080u;
+    t.symbol = "py::d:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+    assert_string_equal(slurp(path), "7f0000101000 10 py::c:/x.py\n"
+                                     "7f0000001000 10 py::a:/x.py\n"
                                      "7f0000001080 10 py::b:/x.py\n"
-                                     "7f0000001100 10 py::c:/x.py\n");
+                                     "7f0000101080 10 py::d:/x.py\n");
     snprintf(path, sizeof path, "%s/perf-100.map", dir);
     assert_string_equal(slurp(path), "7f0000001000 10 py::a:/x.py\n"
                                      "7f0000001080 10 py::b:/x.py\n"
                                      "7f0000001100 10 py::parent_later:/x.py\n");
     close(parent.fd);
     close(child.fd);
+}
+
+/* A grandchild forked before its parent copied: the grandparent's lines and
+ * the parent's own, even with the inherited descriptors closed (found again
+ * by path); PYPERFINJECT_FORK_COPY=0 remembers nothing. */
+static void test_perfmap_grandchild_inherits_both(void **state)
+{
+    (void)state;
+    char err[256];
+    struct pi_perfmap gp = {.fd = -1};
+    assert_int_equal(pi_perfmap_ops.open(&gp, dir, 200, err, sizeof err), 0);
+    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16, .symbol = "py::gp:/x.py"};
+    assert_int_equal(pi_perfmap_ops.write(&gp, &t), 0);
+
+    struct pi_perfmap child = gp;
+    pi_perfmap_ops.forked(&child, 1);
+    assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 201, err, sizeof err), 0);
+    t.addr = 0x7f0000101000u;
+    t.symbol = "py::child:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+
+    struct pi_perfmap off = child;
+    pi_perfmap_ops.forked(&off, 0);
+    assert_int_equal(pi_perfmap_ops.inheritable(&off), 0);
+
+    struct pi_perfmap grand = child;
+    pi_perfmap_ops.forked(&grand, 1);
+    assert_int_equal(grand.nsources, 2);
+    assert_int_equal(pi_perfmap_ops.start_child(&grand, dir, 202, err, sizeof err), 0);
+    close(grand.sources[0].fd); /* the program closed it: found by path */
+    grand.sources[0].fd = 999;
+    t.addr = 0x7f0000201000u;
+    t.symbol = "py::grand:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&grand, &t), 0);
+    assert_int_equal(pi_perfmap_ops.inherit(&grand, dir, err, sizeof err), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/perf-202.map", dir);
+    assert_string_equal(slurp(path), "7f0000201000 10 py::grand:/x.py\n"
+                                     "7f0000001000 10 py::gp:/x.py\n"
+                                     "7f0000101000 10 py::child:/x.py\n");
+    close(grand.fd);
 }
 
 /* The source's bytes in a fresh file of our own; returns its fd. */
@@ -230,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_refuses_symlink_and_hardlink),
         cmocka_unit_test(test_refuses_other_owner),
         cmocka_unit_test(test_perfmap_lines_and_fork_copy),
+        cmocka_unit_test(test_perfmap_grandchild_inherits_both),
         cmocka_unit_test(test_append_copy_exact_prefix),
         cmocka_unit_test(test_append_copy_fallback),
         cmocka_unit_test(test_append_copy_short_source_leaves_file),
