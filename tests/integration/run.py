@@ -348,7 +348,7 @@ def scenario_fork(runner, interp, work):
     return "; ".join(["4 children, 2 inherited"] + notes)
 
 
-FORK_PERF_SECONDS = "0.25"
+FORK_PERF_SECONDS = "0.15"
 
 
 def fork_perf_counts(text, pid):
