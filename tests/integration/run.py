@@ -255,7 +255,8 @@ def scenario_threads(runner, interp, work):
 
 
 FORK_OWN = {"short-main": "child_main_thread", "short-thread": "child_other_thread",
-            "settled": "child_settled", "normal-exit": "child_normal_exit"}
+            "settled": "child_settled", "normal-exit": "child_normal_exit",
+            "nest": "child_nest"}
 
 
 def arenas_at_fork(snapshot, parent_entries, emulated):
@@ -285,10 +286,11 @@ def scenario_fork(runner, interp, work):
         raise Fail("children reported %s" % sorted(children))
     maps = dict((int(name[5:-4]), read_map(os.path.join(outdir, name)))
                 for name in maps_of(None, outdir))
-    pids = set(p for p, _ in children.values())
+    grand = re.findall(rb"^grandchild (\d+)$", out.stdout, re.M)
+    pids = set(p for p, _ in children.values()) | set(int(g) for g in grand)
     parents = [p for p in maps if p not in pids]
-    if len(maps) != 5 or len(parents) != 1:
-        raise Fail("expected 5 maps (parent, 4 children), found %d" % len(maps))
+    if len(maps) != 7 or len(parents) != 1 or len(grand) != 1:
+        raise Fail("expected 7 maps (parent, 5 children, a grandchild), found %d" % len(maps))
     parent = maps[parents[0]]
     if any("child_" in name for name in names_in(parent)):
         raise Fail("the parent's map names a child-only function")
@@ -332,6 +334,18 @@ def scenario_fork(runner, interp, work):
                        (kind, took, len(inherited)))
         elif inherited:
             notes.append("%s slow (%.2fs): copied" % (kind, took))
+    # The grandchild, forked before its parent copied anything, ran 150 ms:
+    # the grandparent's lines and its parent's own, its dump its own only.
+    gpid = int(grand[0])
+    gnames = names_in(maps[gpid])
+    own = "py::grand_func:%s" % script
+    for want in inherited_names + ["py::child_nest:%s" % script, own]:
+        if want not in gnames:
+            raise Fail("grandchild: the map lacks %s" % want)
+    loads = check_jitdump(os.path.join(outdir, "jit-%d.dump" % gpid), [own], pid=str(gpid),
+                          listing=True)
+    if set(l[2] for l in loads) & set(inherited_names + ["py::child_nest:%s" % script]):
+        raise Fail("grandchild: the dump holds inherited records")
     # A child that makes no trampoline, and a subprocess: no files at all.
     bare_dir = os.path.join(work, "bare")
     os.mkdir(bare_dir)
@@ -345,7 +359,7 @@ def scenario_fork(runner, interp, work):
                    for p in got[0])]
     if left or len(os.listdir(bare_dir)) != 2:
         raise Fail("files of children without new functions: %s" % sorted(os.listdir(bare_dir)))
-    return "; ".join(["4 children, 2 inherited"] + notes)
+    return "; ".join(["5 children and a grandchild, 3 inherited"] + notes)
 
 
 FORK_PERF_SECONDS = "0.15"

@@ -7,6 +7,9 @@
 #   settled       a new function at once, then after 150 ms child_settled and
 #                 parent_func; _exit
 #   normal-exit   child_normal_exit, then the interpreter's normal exit
+#   nest          child_nest, then forks a grandchild at once (before the
+#                 nest child copied anything), which after 150 ms runs
+#                 grand_func and writes "grandchild PID"
 # Each child writes "child KIND PID SECONDS", SECONDS from just before the
 # fork to after its last new function. The parent ends with "fork done N".
 import os
@@ -37,6 +40,14 @@ def child_normal_exit():
     return 5
 
 
+def child_nest():
+    return 6
+
+
+def grand_func():
+    return 7
+
+
 def short_main():
     child_main_thread()
     parent_func()
@@ -54,6 +65,23 @@ def settled():
 
 def normal_exit():
     child_normal_exit()
+
+
+def nest():
+    child_nest()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            time.sleep(0.15)
+            grand_func()
+            os.write(1, ("grandchild %d\n" % os.getpid()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    _, st = os.waitpid(pid, 0)
+    if st != 0:
+        raise RuntimeError("grandchild failed")
 
 
 def fork_child(kind, body, pids, normal=False):
@@ -84,6 +112,7 @@ t = threading.Thread(target=fork_child, args=("short-thread", short_thread, pids
 t.start()
 t.join()
 fork_child("settled", settled, pids)
+fork_child("nest", nest, pids)
 fork_child("normal-exit", normal_exit, pids, normal=True)
 bad = 0
 for pid in pids:
