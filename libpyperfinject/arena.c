@@ -53,3 +53,8 @@ void *pi_arena_alloc(struct pi_arena_pool *pool, const struct pi_slot_image *ima
     pool->slots_made++;
     return slot;
 }
+
+void pi_arena_retire_current(struct pi_arena_pool *pool)
+{
+    pool->next_slot = SLOTS_PER_ARENA;
+}

@@ -51,6 +51,11 @@ struct pi_arena_pool {
  * serialises. */
 void *pi_arena_alloc(struct pi_arena_pool *pool, const struct pi_slot_image *image);
 
+/* The next slot comes from a fresh arena. For a forked child: perf names the
+ * arenas mapped before the fork after the parent's map, where a slot left
+ * free here may name what the parent puts in it later. Async-signal-safe. */
+void pi_arena_retire_current(struct pi_arena_pool *pool);
+
 /* The tag value of slot number n, as written into the code. Pure. */
 uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n);
 

@@ -30,10 +30,21 @@ struct pi_backend_ops {
     int (*open)(void *self, const char *dir, long pid, char *err, size_t errlen);
     /* Makes one trampoline known; on disk when it returns. 0 or -1 (errno). */
     int (*write)(void *self, const struct pi_tramp_info *t);
-    /* In a forked child: start this process's own file; when `inherit`, it
-     * first receives everything the parent had written at the fork. */
-    int (*after_fork_child)(void *self, const char *dir, long pid, int inherit, char *err,
-                            size_t errlen);
+    /* In a forked child, from the fork handler: async-signal-safe, memory
+     * only. The open file is the parent's from now on; this process has
+     * none until start_child. `inherit`: remember what the parent had
+     * written, for `inherit` below (optional). */
+    void (*forked)(void *self, int inherit);
+    /* In a forked child at its first need: creates this process's own
+     * file. 0, or -1 with a reason in err. */
+    int (*start_child)(void *self, const char *dir, long pid, char *err, size_t errlen);
+    /* Optional. Bytes written by ancestors up to their forks and not yet
+     * in this process's file. */
+    uint64_t (*inheritable)(const void *self);
+    /* Optional. Appends them (after start_child) and forgets them. 0; 1
+     * when some could not be copied (reason in err; the file stays good);
+     * -1 when the file must not be written any more (reason in err). */
+    int (*inherit)(void *self, const char *dir, char *err, size_t errlen);
     /* At exit: final records (optional; must leave the descriptor open). */
     void (*close)(void *self);
 };
@@ -41,29 +52,50 @@ struct pi_backend_ops {
 struct pi_backend {
     const struct pi_backend_ops *ops;
     void *self;
-    int failed; /* stopped after an error; reported once */
+    int failed;      /* stopped after an error; reported once */
+    int unstarted;   /* a forked child without a file of its own yet */
 };
 
 extern const struct pi_backend_ops pi_perfmap_ops;
 extern const struct pi_backend_ops pi_jitdump_ops;
 
+/* A forked child's perf map inherits, in bulk and only when the child
+ * keeps running, the lines its ancestors had written up to each fork: the
+ * first `len` bytes of their files, oldest first. A grandchild forked before
+ * its parent copied needs both. Beyond PI_MAP_SOURCES generations of young
+ * forks the youngest ancestors' lines are left out. */
+enum { PI_MAP_SOURCES = 8 };
+struct pi_map_source {
+    int fd;               /* the ancestor's descriptor, inherited by fork */
+    struct pi_file_id id; /* to check it, or find the file again by path */
+    long pid;
+    uint64_t len;
+};
+
 /* State of the perf-map backend (public so the owner can embed it). */
 struct pi_perfmap {
-    int fd;
+    int fd;               /* -1 in a forked child until it has its own file */
     struct pi_file_id id; /* what fd must still be */
-    uint64_t size; /* bytes written: what a forked child inherits */
+    uint64_t size;        /* bytes written: what a forked child inherits */
+    long pid;
+    struct pi_map_source sources[PI_MAP_SOURCES];
+    unsigned nsources;
+    int parent_fd; /* a forked child: the parent's descriptor when not a source */
+    struct pi_file_id parent_id;
     char path[4096];
 };
 
 /* State of the jitdump backend. */
 struct pi_jitdump {
-    int fd;
+    int fd;            /* -1 in a forked child until it has its own file */
     struct pi_file_id id; /* what fd must still be */
-    uint64_t size;     /* bytes written: what a forked child inherits */
+    uint64_t size;     /* bytes written */
     uint32_t pid;      /* written into CODE_LOAD records */
     uint32_t elf_mach; /* EM_X86_64 / EM_AARCH64 */
     int closed;        /* JIT_CODE_CLOSE written */
     void *marker;      /* the PROT_EXEC mapping perf looks for */
+    int parent_fd;     /* a forked child: the parent's descriptor, to close */
+    struct pi_file_id parent_id;
     char path[4096];
 };
 

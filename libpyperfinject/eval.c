@@ -226,6 +226,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
     pthread_mutex_lock(&s->lock);
     void *tramp = lookup(s, code, index); /* another thread may have won */
     if (tramp == NULL) {
+        pi_fork_before_announce(s); /* a forked child's own files, at first need */
         uint64_t arenas = s->pool.arenas;
         tramp = pi_arena_alloc(&s->pool, &s->image);
         if (tramp != NULL && s->pool.arenas != arenas)
@@ -253,37 +254,6 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
     }
     pthread_mutex_unlock(&s->lock);
     return tramp;
-}
-
-void pi_after_fork_in_child(struct pi_state *s)
-{
-    pthread_mutex_lock(&s->lock);
-    if (atomic_load(&s->hot.attention) & PI_ATTN_FORK) {
-        s->pid = (long)getpid();
-        char err[512] = "";
-        int failed = 0, tried = 0;
-        for (int i = 0; i < s->nbackends; i++) {
-            struct pi_backend *b = &s->backends[i];
-            char why[512];
-            if (b->failed)
-                continue;
-            tried++;
-            if (b->ops->after_fork_child(b->self, s->cfg.dir, s->pid, s->cfg.copy_on_fork, why,
-                                         sizeof why) != 0) {
-                b->failed = 1;
-                if (failed++ == 0)
-                    memcpy(err, why, sizeof err);
-            }
-        }
-        /* One line per problem: the first reason, and whether anything is
-         * still written. */
-        if (failed > 0)
-            pi_log(PI_LOG_WARN, "forked child %ld: %s%s", s->pid, err,
-                   failed == tried ? "; this process runs unprofiled" : "");
-        atomic_fetch_and(&s->hot.attention, ~PI_ATTN_FORK);
-    }
-    pthread_mutex_unlock(&s->lock);
-    pi_control_after_fork(s);
 }
 
 /* The uniform hot parameters (see struct pi_hot): relaxed loads. */
@@ -316,7 +286,7 @@ static __attribute__((noinline)) int attend(struct pi_state *s, void *tstate, lo
 {
     int attention = atomic_load_explicit(&s->hot.attention, memory_order_acquire);
     if (attention & PI_ATTN_FORK)
-        pi_after_fork_in_child(s);
+        pi_fork_first_call(s);
     if (tstate == NULL)
         tstate = s->py.ThreadStateGet();
     void *interp = tstate ? interp_of(tstate) : NULL;

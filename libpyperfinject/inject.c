@@ -17,9 +17,9 @@
  *               unique address, named in /tmp/perf-PID.map and jit-PID.dump
  *               before the function first runs (eval.c, backends).
  *
- * fork: the child makes its own files the first time it runs Python code,
- * starting from a copy of everything its parent had announced (the child
- * runs those trampolines too). Arenas are never unmapped. */
+ * fork: a child makes its own files when it makes its first trampoline, from
+ * an arena of its own; its map takes the parent's lines once it keeps
+ * running (fork.c). Arenas are never unmapped. */
 #include "control.h"
 #include "log.h"
 #include "slot.h"
@@ -56,12 +56,13 @@ static void before_fork(void) { pthread_mutex_lock(&pi_state.lock); }
 
 static void after_fork_parent(void) { pthread_mutex_unlock(&pi_state.lock); }
 
-/* Only flags work for later: a child that execs at once (subprocess) never
- * makes files; one that runs Python does so on its first call. */
+/* Memory only (fork.c): a child that execs never touches a file; one that
+ * runs Python makes its own files at its first new trampoline. */
 static void after_fork_child(void)
 {
     pthread_mutex_init(&pi_state.lock, NULL);
     pi_control_forget_parent(&pi_state);
+    pi_fork_child_handler(&pi_state);
     atomic_fetch_or(&pi_state.hot.attention, PI_ATTN_FORK);
 }
 
@@ -80,7 +81,7 @@ static int open_backends(struct pi_state *s, char *err, size_t errlen)
         {s->cfg.map, &pi_perfmap_ops, &s->perfmap},
         {s->cfg.jitdump, &pi_jitdump_ops, &s->jitdump},
     };
-    s->perfmap.fd = s->jitdump.fd = -1;
+    s->perfmap.fd = s->perfmap.parent_fd = s->jitdump.fd = s->jitdump.parent_fd = -1;
     s->jitdump.elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
     s->nbackends = 0;
     if (s->cfg.passthrough)
@@ -97,7 +98,7 @@ static int open_backends(struct pi_state *s, char *err, size_t errlen)
             nfailed++;
             continue;
         }
-        s->backends[s->nbackends++] = (struct pi_backend){outputs[i].ops, outputs[i].self, 0};
+        s->backends[s->nbackends++] = (struct pi_backend){outputs[i].ops, outputs[i].self, 0, 0};
     }
     if (s->nbackends == 0) {
         if (nfailed > 0) /* the first reason says it (usually the directory) */
@@ -109,7 +110,8 @@ static int open_backends(struct pi_state *s, char *err, size_t errlen)
     return 0;
 }
 
-/* At exit: final records (JIT_CODE_CLOSE). Descriptors stay open for
+/* At exit: a forked child's inherited map lines (fork.c), final records
+ * (JIT_CODE_CLOSE). Descriptors stay open for
  * daemon threads that may still run; a lock held by a stuck thread means
  * the records are skipped rather than exit hanging. */
 __attribute__((destructor)) static void pi_destructor(void)
@@ -123,6 +125,7 @@ __attribute__((destructor)) static void pi_destructor(void)
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
     }
+    pi_fork_at_exit(s);
     for (int i = 0; i < s->nbackends; i++)
         if (s->backends[i].ops->close && !s->backends[i].failed)
             s->backends[i].ops->close(s->backends[i].self);

@@ -87,6 +87,7 @@ static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t
 {
     struct pi_jitdump *j = self;
     j->pid = (uint32_t)pid;
+    j->parent_fd = -1;
     return start_file(j, dir, pid, err, errlen);
 }
 
@@ -124,48 +125,32 @@ static int jitdump_write(void *self, const struct pi_tramp_info *t)
     return 0;
 }
 
-/* Copies the parent's records into the child's new file, rewriting the pid
- * of every CODE_LOAD: perf attributes a load to the pid in the record. */
-static int copy_records(int from_fd, uint64_t from, uint64_t end, struct pi_jitdump *j)
-{
-    uint8_t buf[16384];
-    while (from < end) {
-        struct pi_jr_prefix p;
-        if (pread(from_fd, &p, sizeof p, (off_t)from) != (ssize_t)sizeof p ||
-            p.total_size < sizeof p || p.total_size > end - from)
-            return -1;
-        if (p.total_size > sizeof buf) /* never produced by this library */
-            return -1;
-        if (pread(from_fd, buf, p.total_size, (off_t)from) != (ssize_t)p.total_size)
-            return -1;
-        if (p.id == PI_JIT_CODE_LOAD && p.total_size >= sizeof(struct pi_jr_code_load))
-            memcpy(buf + offsetof(struct pi_jr_code_load, pid), &j->pid, sizeof j->pid);
-        if (pi_outfile_append(j->fd, buf, p.total_size, j->size) != 0)
-            return -1;
-        j->size += p.total_size;
-        from += p.total_size;
-    }
-    return 0;
-}
-
-static int jitdump_after_fork_child(void *self, const char *dir, long pid, int inherit,
-                                    char *err, size_t errlen)
+/* Fork handler: the child's dump will hold its own records only. perf
+ * resolves the trampolines it inherited through its fork model: the child
+ * starts with the parent's maps, the jitted code perf inject made from the
+ * parent's dump included. */
+static void jitdump_forked(void *self, int inherit)
 {
     struct pi_jitdump *j = self;
-    int parent_fd = j->fd;
-    uint64_t parent_size = j->size;
-    j->pid = (uint32_t)pid;
-    j->closed = 0;
-    int rc = start_file(j, dir, pid, err, errlen);
-    uint64_t header = sizeof(struct pi_jitdump_header);
-    if (rc == 0 && inherit && parent_size > header &&
-        copy_records(parent_fd, header, parent_size, j) != 0) {
-        snprintf(err, errlen, "could not copy the parent's records into %s", j->path);
-        rc = -1;
+    (void)inherit;
+    if (j->fd >= 0) { /* else: still the grandparent's, from an earlier fork */
+        j->parent_fd = j->fd;
+        j->parent_id = j->id;
     }
-    if (parent_fd >= 0)
-        close(parent_fd); /* our copy of the parent's descriptor only */
-    return rc;
+    j->fd = -1;
+    j->size = 0;
+    j->closed = 0;
+}
+
+static int jitdump_start_child(void *self, const char *dir, long pid, char *err, size_t errlen)
+{
+    struct pi_jitdump *j = self;
+    /* Our copy of the parent's descriptor, unless the program closed it and
+     * reused the number. */
+    if (j->parent_fd >= 0 && pi_outfile_still_ours(j->parent_fd, &j->parent_id))
+        close(j->parent_fd);
+    j->parent_fd = -1;
+    return jitdump_open(j, dir, pid, err, errlen);
 }
 
 static void jitdump_close(void *self)
@@ -184,6 +169,7 @@ const struct pi_backend_ops pi_jitdump_ops = {
     .name = "jitdump",
     .open = jitdump_open,
     .write = jitdump_write,
-    .after_fork_child = jitdump_after_fork_child,
+    .forked = jitdump_forked,
+    .start_child = jitdump_start_child,
     .close = jitdump_close,
 };

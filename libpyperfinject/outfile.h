@@ -39,8 +39,19 @@ int pi_outfile_still_ours(int fd, const struct pi_file_id *id);
  * -1 with errno set. */
 int pi_outfile_append(int fd, const void *buf, size_t len, uint64_t size_before);
 
-/* Copies the first `len` bytes of from_fd to the end of to_fd (used by a
- * forked child to inherit its parent's entries). Returns 0 or -1. */
-int pi_outfile_copy_prefix(int from_fd, int to_fd, uint64_t len);
+/* Appends the first `len` bytes of from_fd to to_fd, whose size is
+ * `to_size` (a forked child inheriting its parent's map lines). In bulk: one
+ * copy_file_range (the kernel copies, or reflinks where the file system can),
+ * else pread/write in large chunks; never a system call per record.
+ * copy_file_range refuses an O_APPEND target, so O_APPEND is cleared for the
+ * copy and restored. A failed copy is cut off again at `to_size`. Returns
+ * the bytes copied by the kernel's copy (0 if all went through the buffer),
+ * or -1 with errno set. Not for use with other writers of to_fd running. */
+long long pi_outfile_append_copy(int from_fd, uint64_t len, int to_fd, uint64_t to_size);
+
+/* The kernel copy the helper tries first (copy_file_range(2)'s signature);
+ * unit tests replace it to reach the fallback. */
+extern long (*pi_outfile_kernel_copy)(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+                                      size_t len);
 
 #endif

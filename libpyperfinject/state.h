@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "config.h"
 #include "ehframe.h"
+#include "fork.h"
 #include "pysyms.h"
 #include "sidetable.h"
 
@@ -43,7 +44,7 @@ struct pi_interp_record {
 
 /* Bits of pi_hot.attention: anything but the plain path. */
 enum {
-    PI_ATTN_FORK = 1,  /* a forked child that has not made its own files yet */
+    PI_ATTN_FORK = 1,  /* a forked child before its first Python call */
     PI_ATTN_OFF = 2,   /* switched off: hooks step out on their next call */
     PI_ATTN_MIXED = 4, /* interpreters differ: look up records */
     PI_ATTN_LOOKUP = 8, /* trampolines are found another way than the direct read */
@@ -99,6 +100,7 @@ struct pi_state {
     int nbackends;
     struct pi_perfmap perfmap;
     struct pi_jitdump jitdump;
+    struct pi_fork fork;         /* a forked child's pending work (fork.c) */
     struct pi_sidetable side;
     struct pi_interp_record records[PI_MAX_INTERP_RECORDS];
     unsigned nrecords;
@@ -117,9 +119,6 @@ extern struct pi_state pi_state __attribute__((visibility("hidden")));
 
 /* eval.c: the eval-frame functions, one per hook kind. */
 void *pi_eval_hook_for(enum pi_hook_kind kind);
-
-/* eval.c: makes the calling child process's own files (PI_ATTN_FORK). */
-void pi_after_fork_in_child(struct pi_state *s);
 
 /* interp.c: hooks the interpreter the calling thread is attached to, unless
  * done already. Called with the thread state attached (audit hook) or, for

@@ -273,9 +273,11 @@ def only_pid(outdir):
     return int(maps[0][5:-4])
 
 
-def check_process_files(ctx, outdir, pid, expect_names=(), allow_partial=False):
+def check_process_files(ctx, outdir, pid, expect_names=(), allow_partial=False, inherited=None):
     """The map and the dump of one process: valid, consistent, no overlap;
-    every expected name (substring) in both. Returns the map names."""
+    every expected name (substring) in both. A forked child's map may also
+    hold lines it inherited (names in `inherited`) that its dump does not.
+    Returns the map names."""
     mpath, dpath = files_of(outdir, pid)
     if not os.path.exists(mpath):
         raise Fail("no perf map for pid %d" % pid)
@@ -288,7 +290,13 @@ def check_process_files(ctx, outdir, pid, expect_names=(), allow_partial=False):
     loads = check_dump(ctx, dpath, pid=pid, allow_truncated=allow_partial)
     map_names = sorted(e[2] for e in entries)
     dump_names = sorted(l[3] for l in loads)
-    if not allow_partial and map_names != dump_names:
+    if inherited is not None:
+        extra = set(dump_names) - set(map_names)
+        foreign = set(map_names) - set(dump_names) - inherited
+        if extra or foreign:
+            raise Fail("pid %d: names in the dump only %r, in the map only and not "
+                       "inherited %r" % (pid, sorted(extra)[:3], sorted(foreign)[:3]))
+    elif not allow_partial and map_names != dump_names:
         missing = set(map_names) ^ set(dump_names)
         raise Fail("pid %d: map (%d) and dump (%d) name different functions, e.g. %r" %
                    (pid, len(map_names), len(dump_names), sorted(missing)[:3]))
@@ -927,20 +935,29 @@ def t_forks(ctx, interp, work):
     files = len(os.listdir(out))
     if files != 2 * len(pids):
         raise Fail("%d files for %d processes: a map or a dump is missing" % (files, len(pids)))
+    parent = int(re.findall(rb"^forks done \d+ parent (\d+)$", pre.stdout, re.M)[0])
+    # Children write their own functions; one that kept running (nested
+    # parents, pool workers) also has its ancestors' map lines.
+    everything = set()
+    for pid in pids:
+        everything.update(e[2] for e in read_map(files_of(out, pid)[0])[0])
+    inherited = 0
     for pid in pids:
         if pid in children:
-            want = ["py::child_%s:<forks>" % children[pid], "py::parent_before_fork:"]
+            want = ["py::child_%s:<forks>" % children[pid]]
         else:  # the parent, pool workers (those that got tasks name them)
             want = ["py::mp_task_%s:<forks>" % t for t in tasks.get(pid, [])]
-        check_process_files(ctx, out, pid, want)
+        names = check_process_files(ctx, out, pid, want,
+                                    inherited=everything if pid != parent else None)
+        inherited += pid != parent and "py::parent_before_fork:" in "\n".join(names)
     lost = sorted(set(children) - set(pids))
     if lost:
         raise Fail("children without files: %s" % lost[:5])
     nproc = len(pids) - 1
     if nproc < 200:
         raise Fail("only %d child processes made files" % nproc)
-    return "%d child processes (raw, nested, from threads, multiprocessing): every map and " \
-           "dump complete" % nproc
+    return "%d child processes (raw, nested, from threads, multiprocessing): maps and dumps " \
+        "consistent, %d with the parent's lines" % (nproc, inherited)
 
 
 def t_fork_thread_exit(ctx, interp, work):

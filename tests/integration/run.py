@@ -254,45 +254,187 @@ def scenario_threads(runner, interp, work):
     return "%d entries" % len(entries)
 
 
+FORK_OWN = {"short-main": "child_main_thread", "short-thread": "child_other_thread",
+            "settled": "child_settled", "normal-exit": "child_normal_exit",
+            "nest": "child_nest"}
+
+
+def arenas_at_fork(snapshot, parent_entries, emulated):
+    """The executable mappings of the parent's /proc/self/maps snapshot that
+    hold its trampolines: its arenas at that fork."""
+    with open(snapshot) as f:
+        ranges = executable_ranges(f.read(), emulated)
+    return [(lo, hi) for lo, hi in ranges
+            if any(lo <= start < hi for start, _, _ in parent_entries)]
+
+
 def scenario_fork(runner, interp, work):
-    """Children forked from the main and another thread get complete maps of their own."""
+    """Forked children: files at first need, own functions from a fresh arena; the
+    parent's map lines only in children that keep running; no files without a new function."""
     needs_python3(interp)
     script = os.path.join(SCRIPTS, "fork.py")
-    out = runner.run([interp.command, script], True, work)
-    if out.returncode != 0:
-        raise Fail("fork.py exited %d: %r" % (out.returncode, out.stderr[-300:]))
-    pids = out.stdout.split()[1:3]
-    maps = {}
-    for name in maps_of(None, work):
-        maps[int(name[5:-4])] = read_map(os.path.join(work, name))
-    if len(maps) != 3:
-        raise Fail("expected 3 maps (parent, 2 children), found %d" % len(maps))
-    for pid, fn in zip(pids, ("child_main_thread", "child_other_thread")):
-        entries = maps.get(int(pid))
-        if entries is None:
-            raise Fail("child %s wrote no map" % pid.decode())
-        check_no_overlap(entries, "child map")
-        names = names_in(entries)
-        for want in ("py::%s:%s" % (fn, script), "py::parent_func:%s" % script,
-                     "py::<module>:%s" % script):
-            if want not in names:
-                raise Fail("child %s map lacks %s" % (pid.decode(), want))
-    parent = [e for pid, e in maps.items() if str(pid).encode() not in pids][0]
+    snap, outdir = os.path.join(work, "snap"), os.path.join(work, "out")
+    os.mkdir(snap)
+    os.mkdir(outdir)
+    out = runner.run([interp.command, script, snap], True, outdir)
+    if out.returncode != 0 or b"fork done 0" not in out.stdout:
+        raise Fail("fork.py exited %d: %r %r" % (out.returncode, out.stdout[-200:],
+                                                 out.stderr[-300:]))
+    children = dict((k.decode(), (int(p), float(t))) for k, p, t in
+                    re.findall(rb"^child (\S+) (\d+) ([0-9.]+)$", out.stdout, re.M))
+    if sorted(children) != sorted(FORK_OWN):
+        raise Fail("children reported %s" % sorted(children))
+    maps = dict((int(name[5:-4]), read_map(os.path.join(outdir, name)))
+                for name in maps_of(None, outdir))
+    grand = re.findall(rb"^grandchild (\d+)$", out.stdout, re.M)
+    pids = set(p for p, _ in children.values()) | set(int(g) for g in grand)
+    parents = [p for p in maps if p not in pids]
+    if len(maps) != 7 or len(parents) != 1 or len(grand) != 1:
+        raise Fail("expected 7 maps (parent, 5 children, a grandchild), found %d" % len(maps))
+    parent = maps[parents[0]]
     if any("child_" in name for name in names_in(parent)):
         raise Fail("the parent's map names a child-only function")
-    # Each child's jitdump: valid, its own pid, the inherited and its own loads.
-    for pid, fn in zip(pids, ("child_main_thread", "child_other_thread")):
-        dump = os.path.join(work, "jit-%s.dump" % pid.decode())
-        check_jitdump(dump, ["py::%s:%s" % (fn, script), "py::parent_func:%s" % script],
-                      pid=pid.decode())
+    inherited_names = ["py::parent_func:%s" % script, "py::<module>:%s" % script]
+    notes = []
+    for kind, (pid, took) in sorted(children.items()):
+        entries = maps[pid]
+        check_no_overlap(entries, "%s child map" % kind)
+        own_name = "py::%s:%s" % (FORK_OWN[kind], script)
+        loads = check_jitdump(os.path.join(outdir, "jit-%d.dump" % pid), [own_name],
+                              pid=str(pid), listing=True)
+        # The dump: the child's own trampolines only, all in arenas it mapped
+        # after the fork, all in its map too.
+        arenas = arenas_at_fork(os.path.join(snap, "maps-%s.txt" % kind), parent,
+                                is_emulated(interp))
+        if not arenas:
+            raise Fail("%s: no parent arena found in the snapshot" % kind)
+        own = set((addr, size, name) for addr, size, name in loads)
+        for addr, size, name in own:
+            if name in inherited_names:
+                raise Fail("%s: the child's dump holds the inherited %s" % (kind, name))
+            if any(lo <= addr < hi for lo, hi in arenas):
+                raise Fail("%s: %s at %x lies in an arena the parent had at the fork" %
+                           (kind, name, addr))
+        if not own <= set(entries):
+            raise Fail("%s: the dump names what the map does not: %s" %
+                       (kind, sorted(own - set(entries))[:2]))
+        # The map: the same, plus possibly the parent's lines up to the fork,
+        # as one block.
+        inherited = [e for e in entries if e not in own]
+        if inherited and inherited != parent[:len(inherited)]:
+            raise Fail("%s: the map holds lines that are neither its own nor the parent's "
+                       "first %d" % (kind, len(inherited)))
+        names = names_in(inherited)
+        if kind in ("settled", "normal-exit"):
+            missing = [n for n in inherited_names if n not in names]
+            if missing:
+                raise Fail("%s: the map lacks the inherited %s" % (kind, missing[0]))
+        elif inherited and took < 0.1:
+            raise Fail("%s: %.3fs old, it copied the parent's %d lines" %
+                       (kind, took, len(inherited)))
+        elif inherited:
+            notes.append("%s slow (%.2fs): copied" % (kind, took))
+    # The grandchild, forked before its parent copied anything, ran 150 ms:
+    # the grandparent's lines and its parent's own, its dump its own only.
+    gpid = int(grand[0])
+    gnames = names_in(maps[gpid])
+    own = "py::grand_func:%s" % script
+    for want in inherited_names + ["py::child_nest:%s" % script, own]:
+        if want not in gnames:
+            raise Fail("grandchild: the map lacks %s" % want)
+    loads = check_jitdump(os.path.join(outdir, "jit-%d.dump" % gpid), [own], pid=str(gpid),
+                          listing=True)
+    if set(l[2] for l in loads) & set(inherited_names + ["py::child_nest:%s" % script]):
+        raise Fail("grandchild: the dump holds inherited records")
+    # A child that makes no trampoline, and a subprocess: no files at all.
+    bare_dir = os.path.join(work, "bare")
+    os.mkdir(bare_dir)
+    bare = runner.run([interp.command, "-S", os.path.join(SCRIPTS, "fork_bare.py")], True,
+                      bare_dir)
+    got = re.findall(rb"^bare (\d+) (\d+)$", bare.stdout, re.M)
+    if bare.returncode != 0 or not got:
+        raise Fail("fork_bare.py exited %d: %r" % (bare.returncode, bare.stderr[-300:]))
+    left = [f for f in os.listdir(bare_dir)
+            if any(f.endswith("-%s.map" % p.decode()) or f.endswith("-%s.dump" % p.decode())
+                   for p in got[0])]
+    if left or len(os.listdir(bare_dir)) != 2:
+        raise Fail("files of children without new functions: %s" % sorted(os.listdir(bare_dir)))
+    return "; ".join(["5 children and a grandchild, 3 inherited"] + notes)
 
 
-def check_jitdump(path, expected, pid=None, allow_truncated=False):
-    """Runs the format checker (tests/tools) on a dump; fails with its findings."""
+FORK_PERF_SECONDS = "0.15"
+
+
+def fork_perf_counts(text, pid):
+    """Samples of pid by innermost Python function name (qualname only)."""
+    counts = {}
+    for header, frames in perf_samples(text):
+        if header.split()[0] != str(pid):
+            continue
+        py = [f for f in frames if f.startswith("py::")]
+        key = py[0].split(":")[2] if py else None
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def scenario_fork_perf(runner, interp, work):
+    """perf names a forked child's samples in an inherited function and in one
+    new to the child: through the maps, and through perf inject --jit."""
+    needs_python3(interp)
+    if is_emulated(interp):
+        raise NotApplicable()
+    why = perf_usable()
+    if why:
+        raise Skip(why)
+    script = os.path.join(SCRIPTS, "fork_perf.py")
+    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-k", "1",
+            "--call-graph", "dwarf,8192", "-o", os.path.join(work, "perf.data"), "--",
+            "env", "PYPERFINJECT_DIR=" + work, "LD_PRELOAD=" + ld_preload(runner.lib),
+            interp.command, script, FORK_PERF_SECONDS]
+    out = runner.run(argv, False, work)
+    got = re.findall(rb"^child (\d+)$", out.stdout, re.M)
+    if out.returncode != 0 or not got:
+        raise Fail("perf record failed (%d): %r" % (out.returncode, out.stderr[-300:]))
+    child = int(got[0])
+    notes = []
+
+    def require(counts, how):
+        hot, new = counts.get("inherited_hot", 0), counts.get("child_new", 0)
+        if hot < 20 or new < 20:
+            raise Fail("%s: the child's samples name inherited_hot %d, child_new %d times "
+                       "(of %d)" % (how, hot, new, sum(counts.values())))
+        notes.append("%s %d/%d" % (how, hot, new))
+
+    # Map mode: perf reads /tmp/perf-PID.map only, at report time.
+    placed = []
+    try:
+        for name in maps_of(None, work):
+            shutil.copyfile(os.path.join(work, name), os.path.join("/tmp", name))
+            placed.append(os.path.join("/tmp", name))
+        text = runner.run(["perf", "script", "-i", "perf.data", "-F", "pid,ip,sym",
+                           "--no-inline"], False, work).stdout.decode(errors="replace")
+    finally:
+        for path in placed:
+            os.unlink(path)
+    require(fork_perf_counts(text, child), "map")
+    inject = runner.run(["perf", "inject", "-i", "perf.data", "--jit", "-o", "perf.jit.data"],
+                        False, work)
+    if inject.returncode != 0:
+        raise Fail("perf inject failed: %r" % inject.stderr[-300:])
+    text = runner.run(["perf", "script", "-i", "perf.jit.data", "-F", "pid,ip,sym",
+                       "--no-inline"], False, work).stdout.decode(errors="replace")
+    require(fork_perf_counts(text, child), "jitdump")
+    return "child samples inherited_hot/child_new: " + ", ".join(notes)
+
+
+def check_jitdump(path, expected, pid=None, allow_truncated=False, listing=False):
+    """Runs the format checker (tests/tools) on a dump; fails with its findings.
+    listing: returns its loads as (address, size, name)."""
     tool = os.path.join(ROOT, "build", "jitdump-check")
     if not os.path.exists(tool):
         raise Fail("build/jitdump-check is not built")
     argv = [tool] + (["--allow-truncated"] if allow_truncated else [])
+    argv += ["--list"] if listing else []
     argv += ["--pid", pid] if pid else []
     for name in expected:
         argv += ["--expect", name.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]")]
@@ -300,6 +442,12 @@ def check_jitdump(path, expected, pid=None, allow_truncated=False):
                          universal_newlines=True)
     if out.returncode != 0:
         raise Fail("jitdump-check %s: %s" % (os.path.basename(path), out.stdout.strip()[-400:]))
+    loads = []
+    for line in out.stdout.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) == 5 and parts[0] == "load":
+            loads.append((int(parts[2], 16), int(parts[3]), parts[4]))
+    return loads
 
 
 def scenario_subinterp(runner, interp, work):
@@ -760,6 +908,7 @@ SCENARIOS = [
     ("inert", scenario_inert),
     ("threads", scenario_threads),
     ("fork", scenario_fork),
+    ("fork-perf", scenario_fork_perf),
     ("subinterpreter", scenario_subinterp),
     ("dlopen-host", scenario_dlopen_host),
     ("hostile-names", scenario_hostile_names),

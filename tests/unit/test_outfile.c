@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,27 +110,159 @@ static void test_perfmap_lines_and_fork_copy(void **state)
     t.symbol = "py::b:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
-    /* What a forked child does: its own file, starting with the parent's. */
+    /* What a forked child does: its own file first, with its own lines;
+     * the parent's lines up to the fork are appended later, in bulk. */
     struct pi_perfmap child = parent;
     child.fd = dup(parent.fd);
-    assert_int_equal(pi_perfmap_ops.after_fork_child(&child, dir, 101, 1, err, sizeof err), 0);
-    t.addr += 128;
+    pi_perfmap_ops.forked(&child, 1);
+    assert_int_equal(child.fd, -1);
+    assert_int_equal(pi_perfmap_ops.inheritable(&child), parent.size);
+    assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 101, err, sizeof err), 0);
+    t.addr = 0x7f0000101000u;
     t.symbol = "py::c:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+    t.addr = 0x7f0000001100u;
     t.symbol = "py::parent_later:/x.py";
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
     char path[256];
     snprintf(path, sizeof path, "%s/perf-101.map", dir);
-    assert_string_equal(slurp(path), "7f0000001000 10 py::a:/x.py\n"
+    assert_string_equal(slurp(path), "7f0000101000 10 py::c:/x.py\n");
+    assert_int_equal(pi_perfmap_ops.inherit(&child, dir, err, sizeof err), 0);
+    assert_int_equal(pi_perfmap_ops.inheritable(&child), 0);
+    t.addr = 0x7f0000101080u;
+    t.symbol = "py::d:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+    assert_string_equal(slurp(path), "7f0000101000 10 py::c:/x.py\n"
+                                     "7f0000001000 10 py::a:/x.py\n"
                                      "7f0000001080 10 py::b:/x.py\n"
-                                     "7f0000001100 10 py::c:/x.py\n");
+                                     "7f0000101080 10 py::d:/x.py\n");
     snprintf(path, sizeof path, "%s/perf-100.map", dir);
     assert_string_equal(slurp(path), "7f0000001000 10 py::a:/x.py\n"
                                      "7f0000001080 10 py::b:/x.py\n"
                                      "7f0000001100 10 py::parent_later:/x.py\n");
     close(parent.fd);
     close(child.fd);
+}
+
+/* A grandchild forked before its parent copied: the grandparent's lines and
+ * the parent's own, even with the inherited descriptors closed (found again
+ * by path); PYPERFINJECT_FORK_COPY=0 remembers nothing. */
+static void test_perfmap_grandchild_inherits_both(void **state)
+{
+    (void)state;
+    char err[256];
+    struct pi_perfmap gp = {.fd = -1};
+    assert_int_equal(pi_perfmap_ops.open(&gp, dir, 200, err, sizeof err), 0);
+    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16, .symbol = "py::gp:/x.py"};
+    assert_int_equal(pi_perfmap_ops.write(&gp, &t), 0);
+
+    struct pi_perfmap child = gp;
+    pi_perfmap_ops.forked(&child, 1);
+    assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 201, err, sizeof err), 0);
+    t.addr = 0x7f0000101000u;
+    t.symbol = "py::child:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
+
+    struct pi_perfmap off = child;
+    pi_perfmap_ops.forked(&off, 0);
+    assert_int_equal(pi_perfmap_ops.inheritable(&off), 0);
+
+    struct pi_perfmap grand = child;
+    pi_perfmap_ops.forked(&grand, 1);
+    assert_int_equal(grand.nsources, 2);
+    assert_int_equal(pi_perfmap_ops.start_child(&grand, dir, 202, err, sizeof err), 0);
+    close(grand.sources[0].fd); /* the program closed it: found by path */
+    grand.sources[0].fd = 999;
+    t.addr = 0x7f0000201000u;
+    t.symbol = "py::grand:/x.py";
+    assert_int_equal(pi_perfmap_ops.write(&grand, &t), 0);
+    assert_int_equal(pi_perfmap_ops.inherit(&grand, dir, err, sizeof err), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/perf-202.map", dir);
+    assert_string_equal(slurp(path), "7f0000201000 10 py::grand:/x.py\n"
+                                     "7f0000001000 10 py::gp:/x.py\n"
+                                     "7f0000101000 10 py::child:/x.py\n");
+    close(grand.fd);
+}
+
+/* The source's bytes in a fresh file of our own; returns its fd. */
+static int source_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    return fd;
+}
+
+static void check_append_copy(int expect_kernel)
+{
+    int from = source_file("copy-src", "line one\nline two\nline three\n");
+    int to = source_file("copy-dst", "own line\n");
+    long long rc = pi_outfile_append_copy(from, 18, to, 9); /* the first two lines */
+    assert_true(rc >= 0);
+    if (expect_kernel == 0)
+        assert_int_equal(rc, 0);
+    /* O_APPEND is back: the next write lands at the end. */
+    assert_true(fcntl(to, F_GETFL) & O_APPEND);
+    assert_int_equal(write(to, "after\n", 6), 6);
+    char path[256];
+    snprintf(path, sizeof path, "%s/copy-dst", dir);
+    assert_string_equal(slurp(path), "own line\nline one\nline two\nafter\n");
+    close(from);
+    close(to);
+}
+
+static void test_append_copy_exact_prefix(void **state)
+{
+    (void)state;
+    check_append_copy(-1); /* copy_file_range where the kernel serves it */
+}
+
+static long refuse_copy(int a, int64_t *b, int c, int64_t *d, size_t e)
+{
+    (void)a, (void)b, (void)c, (void)d, (void)e;
+    errno = EXDEV;
+    return -1;
+}
+
+static long copy_one_byte_then_refuse(int a, int64_t *b, int c, int64_t *d, size_t e)
+{
+    static int calls;
+    if (calls++ % 2 == 1)
+        return refuse_copy(a, b, c, d, e);
+    char byte;
+    if (pread(a, &byte, 1, *b) != 1 || pwrite(c, &byte, 1, *d) != 1)
+        return -1;
+    ++*b, ++*d;
+    return 1;
+}
+
+static void test_append_copy_fallback(void **state)
+{
+    (void)state;
+    long (*real)(int, int64_t *, int, int64_t *, size_t) = pi_outfile_kernel_copy;
+    pi_outfile_kernel_copy = refuse_copy; /* another file system, an old kernel */
+    check_append_copy(0);
+    pi_outfile_kernel_copy = copy_one_byte_then_refuse; /* refused midway */
+    check_append_copy(-1);
+    pi_outfile_kernel_copy = real;
+}
+
+static void test_append_copy_short_source_leaves_file(void **state)
+{
+    (void)state;
+    int from = source_file("copy-src", "short\n");
+    int to = source_file("copy-dst", "own line\n");
+    assert_int_equal(pi_outfile_append_copy(from, 100, to, 9), -1);
+    assert_true(fcntl(to, F_GETFL) & O_APPEND);
+    char path[256];
+    snprintf(path, sizeof path, "%s/copy-dst", dir);
+    assert_string_equal(slurp(path), "own line\n"); /* no half copy left */
+    close(from);
+    close(to);
 }
 
 static void test_append_cuts_partial_record(void **state)
@@ -150,6 +283,10 @@ int main(void)
         cmocka_unit_test(test_refuses_symlink_and_hardlink),
         cmocka_unit_test(test_refuses_other_owner),
         cmocka_unit_test(test_perfmap_lines_and_fork_copy),
+        cmocka_unit_test(test_perfmap_grandchild_inherits_both),
+        cmocka_unit_test(test_append_copy_exact_prefix),
+        cmocka_unit_test(test_append_copy_fallback),
+        cmocka_unit_test(test_append_copy_short_source_leaves_file),
         cmocka_unit_test(test_append_cuts_partial_record),
     };
     return cmocka_run_group_tests_name("outfile", tests, setup, teardown);

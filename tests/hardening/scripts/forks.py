@@ -3,7 +3,8 @@
 # (child_<tag>) and reports "child PID TAG" on fd 1, pool tasks report
 # "mp PID TAG". Raw os.fork from the main thread, nested forks (depth 3),
 # os.fork from non-main threads while two threads keep creating functions,
-# and a multiprocessing pool with the fork start method. Ends "forks done".
+# and a multiprocessing pool with the fork start method. Ends "forks done
+# BAD parent PID".
 import multiprocessing
 import os
 import sys
@@ -106,5 +107,5 @@ if MP_TASKS:
     pool.close()
     pool.join()
     bad += results != list(range(MP_TASKS))
-os.write(1, ("forks done %d\n" % bad).encode())
+os.write(1, ("forks done %d parent %d\n" % (bad, os.getpid())).encode())
 sys.exit(1 if bad else 0)
