@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 1
 stage() { printf '\n== %s\n' "$*"; }
 
 stage "dependencies"
-bash tests/provision/deps.sh core aarch64 provision
+bash tests/provision/deps.sh core aarch64 provision programs
 
 # Sanitizers (SANITIZE=...): build/ (library, tools, unit tests) is built
 # instrumented and every suite runs against it. An uninstrumented program

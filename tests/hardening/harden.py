@@ -1234,6 +1234,54 @@ def t_fork_stderr(ctx, interp, work):
     return "children's stderr byte-identical at verbose 0-2: " + plain.stdout.decode().strip()
 
 
+def debian_python3_with(interp, module):
+    """Debian's python3 runs the programs Debian packages (python3-twisted,
+    python3-gevent: tests/provision/deps.sh programs)."""
+    if interp.kind != "debian":
+        raise Skip("Debian's packaged programs run on Debian's python3 only")
+    found = subprocess.run([interp.command, "-c", "import " + module],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if found.returncode != 0:
+        raise Skip("%s is not installed for %s (tests/provision/deps.sh programs)" %
+                   (module, interp.command))
+
+
+def t_twisted_process(ctx, interp, work):
+    """Twisted's own process tests (trial twisted.test.test_process
+    .ProcessTests): the same result with the library as without. They hung
+    when the library wrote a warning into a child's stderr pipe before exec."""
+    debian_python3_with(interp, "twisted")
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, "-m", "twisted.trial", "--temp-directory",
+            os.path.join(work, "_trial_temp"), "twisted.test.test_process.ProcessTests"]
+
+    def summary(r):
+        lines = [l for l in r.stdout.decode(errors="replace").splitlines() if l.strip()]
+        return r.returncode, lines[-1] if lines else ""
+    plain = summary(ctx.run(argv, False, out, cwd=work, timeout=180))
+    pre = summary(ctx.run(argv, True, out, cwd=work, timeout=180))
+    if pre != plain or plain[0] != 0:
+        raise Fail("with the library %r, without %r" % (pre, plain))
+    return "%s with and without the library" % plain[1]
+
+
+def t_gevent_spawn(ctx, interp, work):
+    """gevent.subprocess children run Python between fork and exec: what
+    they write is the same with the library as without, at verbose 0-2."""
+    debian_python3_with(interp, "gevent")
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    argv = [interp.command, script("gevent_spawn.py")]
+    plain = ctx.run(argv, False, out)
+    for verbose in ("0", "1", "2"):
+        pre = ctx.run(argv, True, out, {"PYPERFINJECT_VERBOSE": verbose})
+        if (pre.returncode, pre.stdout) != (plain.returncode, plain.stdout):
+            raise Fail("verbose %s: %r, without the library %r" % (verbose, pre.stdout[-200:],
+                                                                   plain.stdout[-200:]))
+    return "10 children at verbose 0-2: %s" % plain.stdout.decode().strip()
+
+
 def t_deep_stack(ctx, interp, work):
     """Recursion with the limit at 10**6 until RecursionError, on the main
     thread (8 MiB and `ulimit -s 1024`), a default thread and a 256 KiB
@@ -1399,6 +1447,8 @@ TESTS = [
     ("input/recursion-depth", t_recursion, SMOKE_ALL),
     ("input/deep-recursion-stack", t_deep_stack, EVERY),
     ("proc/fork-close-fds-stderr", t_fork_stderr, EVERY),
+    ("proc/twisted-test-process", t_twisted_process, ("debian",)),
+    ("proc/gevent-subprocess", t_gevent_spawn, ("debian",)),
 ]
 
 # Tests that a preloaded sanitizer runtime (--preload-prefix) keeps from
