@@ -1069,7 +1069,7 @@ check_chains() {
         sed -n 's|.*/perf-\([0-9][0-9]*\)\.map$|\1|p' | sort -un)
     [ "${#pids[@]}" -gt 0 ] || return 0
     # The kernel's frame limit when it was recorded (fp mode).
-    kmax=$(sed -n 's/^max-stack: \([0-9][0-9]*\) .*/\1/p' "$dir/pyperf-run.txt" 2>/dev/null | tail -n 1)
+    kmax=$(sed -n 's/^max-stack: \([0-9][0-9]*\) .*/\1/p' "$dir/pyperf-run.txt" 2>/dev/null | tail -n 1 || true)
     [ -n "$kmax" ] || kmax=$(cat "$MAX_STACK_SYSCTL" 2>/dev/null || echo 127)
     local -a lines=()
     mapfile -t lines < <(env -u LD_PRELOAD "$py" -I -c "$CHAIN_CHECK_CODE" "$PERF" "$data" \
