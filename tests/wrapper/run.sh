@@ -144,6 +144,10 @@ test_cli_usage() {
     expect_out 'no COMMAND'
     expect_rc 125 "$W" record --freq x -- true
     expect_out 'positive integer'
+    expect_rc 125 "$W" record --stack-size 65536 -- true
+    expect_out 'from 8 to 65528'
+    expect_rc 125 "$W" record --max-stack 0 -- true
+    expect_out 'from 1 to 4096'
     expect_rc 125 "$W" report
     expect_out 'which recording'
     expect_rc 125 "$W" report "$T/nothing-here"
@@ -205,7 +209,7 @@ test_wraps_perf() {
     # report reads the map from /tmp, so the program writes there. (DWARF
     # without perf inject: names for the innermost Python frame.)
     touch "$T/marker"
-    expect_rc 0 env -u PYPERFINJECT_DIR "$W" perf record -q -F 999 --call-graph dwarf -e cpu-clock \
+    expect_rc 0 env -u PYPERFINJECT_DIR "$W" perf record -q -F 999 --call-graph dwarf,65528 -e cpu-clock \
         -o "$T/perf.data" -- "$py" "$APP"
     perf report -i "$T/perf.data" --stdio --no-children --sort sym 2>/dev/null >"$T/report.txt"
     local -a mine=()
