@@ -9,9 +9,11 @@
 #       --dir DIR: write the map and jitdump files under DIR/pidns-INODE
 #       (a mounted directory in a container) instead of /tmp.
 #   pyperf-run record [-o DIR] [-F HZ] [--mode auto|fp|dwarf] [-e EVENT]
-#                     [-a] [--flamegraph FILE] [--] COMMAND [ARG...]
+#                     [--stack-size BYTES] [--max-stack FRAMES] [-a]
+#                     [--flamegraph FILE] [--] COMMAND [ARG...]
 #       perf record COMMAND with the right options, perf inject --jit, all
-#       output in DIR; prints what was written and what to run next.
+#       output in DIR; prints what was written, how many call chains were
+#       cut short, and what to run next.
 #   pyperf-run report DIR [--flamegraph FILE] [-- PERF-REPORT-ARGS...]
 #       perf report on DIR's injected data, or write a flame graph
 #       (FILE.html: perf's flamegraph script; FILE.svg: inferno or FlameGraph).
@@ -43,7 +45,19 @@ readonly PROG=pyperf-run
 readonly CONFIGURED_LIBDIR="@LIBDIR@"
 readonly CONFIGURED_VERSION="@VERSION@"
 readonly DEFAULT_FREQ=999
-readonly DWARF_STACK=32768
+# The user stack copied with each DWARF sample: the most perf accepts (a
+# sample's size is 16 bits; 65528 is 64 KiB rounded down to 8 bytes).
+readonly DWARF_STACK_MAX=65528
+readonly DWARF_STACK=$DWARF_STACK_MAX
+# Frame-pointer chains: the kernel records at most kernel.perf_event_max_stack
+# native frames (127 by default); record raises it to this when root.
+readonly FP_MAX_STACK=1024 FP_MAX_STACK_LIMIT=4096
+# perf report/script stop at --max-stack frames (default 127). A DWARF stack
+# copy holds at most 65528/8 return addresses, so 8192 never cuts a chain.
+readonly REPORT_MAX_STACK=8192
+# The cut-chain check unwinds at most this many samples (time slices).
+readonly CHECK_SAMPLES=1000
+readonly MAX_STACK_SYSCTL=/proc/sys/kernel/perf_event_max_stack
 readonly D3_TEMPLATE_NAME=d3-flamegraph-base.html
 readonly D3_TEMPLATE_PKG=d3-flame-graph@4.1.3
 
@@ -59,7 +73,7 @@ die() {
     for line in "$@"; do printf '  %s\n' "$line" >&2; done
     exit 125
 }
-usage() { sed -n '2,34s/^# \{0,1\}//p' "$(script_path)"; }
+usage() { sed -n '2,36s/^# \{0,1\}//p' "$(script_path)"; }
 usage_error() {
     printf '%s: %s\n' "$PROG" "$*" >&2
     printf "Try '%s --help'.\n" "$PROG" >&2
@@ -342,6 +356,7 @@ cmd_exec() {
 # ------------------------------------------------------------ record mode
 cmd_record() {
     local out="" freq=$DEFAULT_FREQ mode=auto event=cpu-clock sw=0 flame=""
+    local stack=$DWARF_STACK max_stack=$FP_MAX_STACK
     while [ $# -gt 0 ]; do
         case "$1" in
         --) shift; break ;;
@@ -349,6 +364,8 @@ cmd_record() {
         -F | --freq) [ $# -ge 2 ] || usage_error "$1 needs a frequency"; freq=$2; shift 2 ;;
         --mode) [ $# -ge 2 ] || usage_error "--mode needs auto, fp or dwarf"; mode=$2; shift 2 ;;
         -e | --event) [ $# -ge 2 ] || usage_error "$1 needs an event"; event=$2; shift 2 ;;
+        --stack-size) [ $# -ge 2 ] || usage_error "--stack-size needs a size in bytes"; stack=$2; shift 2 ;;
+        --max-stack) [ $# -ge 2 ] || usage_error "--max-stack needs a number of frames"; max_stack=$2; shift 2 ;;
         -a | --all-cpus) sw=1; shift ;;
         --flamegraph) [ $# -ge 2 ] || usage_error "--flamegraph needs a file"; flame=$2; shift 2 ;;
         -*) usage_error "record: unknown option '$1'" ;;
@@ -358,6 +375,10 @@ cmd_record() {
     [ $# -gt 0 ] || usage_error "record: no COMMAND given (pyperf-run record [-o DIR] -- python app.py)"
     [[ $freq =~ ^[1-9][0-9]*$ ]] || usage_error "record: --freq must be a positive integer (Hz), not '$freq'"
     case "$mode" in auto | fp | dwarf) ;; *) usage_error "record: --mode must be auto, fp or dwarf" ;; esac
+    { [[ $stack =~ ^[1-9][0-9]{0,4}$ ]] && [ "$stack" -le "$DWARF_STACK_MAX" ]; } ||
+        usage_error "record: --stack-size must be a number of bytes from 8 to $DWARF_STACK_MAX (perf's limit), not '$stack'"
+    { [[ $max_stack =~ ^[1-9][0-9]{0,3}$ ]] && [ "$max_stack" -le "$FP_MAX_STACK_LIMIT" ]; } ||
+        usage_error "record: --max-stack must be a number of frames from 1 to $FP_MAX_STACK_LIMIT, not '$max_stack'"
 
     local lib
     lib=$(find_lib)
@@ -396,12 +417,14 @@ cmd_record() {
     case "$out" in *[[:cntrl:]]*) die "the output directory's path has control characters" ;; esac
 
     local -a popts=(-F "$freq" -k CLOCK_MONOTONIC -e "$event" -o "$out/perf.data")
+    local depth
     if [ "$mode" = fp ]; then
         popts+=(--call-graph fp)
     else
-        popts+=(--call-graph "dwarf,$DWARF_STACK")
-        # DWARF samples carry 32 KiB of stack each: a bigger ring buffer
-        # loses fewer of them (the mlock limit allows this only for root).
+        popts+=(--call-graph "dwarf,$stack")
+        # DWARF samples carry up to 64 KiB of stack each: a bigger ring
+        # buffer loses fewer of them (the mlock limit allows this only for
+        # root). 8 MiB per CPU lost none with two busy CPUs at 64 KiB.
         [ "$(id -u)" -ne 0 ] || popts+=(-m 8M)
     fi
     [ "$sw" -eq 0 ] || popts+=(-a)
@@ -411,26 +434,43 @@ cmd_record() {
     shown=${shown% }
     note "recording $shown"
     note "call graphs: $mode ($why); event $event at $freq Hz; output $out"
+    if [ "$mode" = fp ]; then
+        raise_max_stack "$max_stack"
+        depth="max-stack: $MAX_STACK_USED native frames (kernel.perf_event_max_stack)"
+    else
+        depth="stack-size: $stack bytes"
+    fi
     {
         echo "command: $shown"
         echo "date: $(date -Is)"
         echo "mode: $mode ($why)"
         echo "perf record ${popts[*]}"
+        echo "$depth"
         echo "library: $lib"
     } >"$out/pyperf-run.txt"
 
     # Ctrl-C stops the program and perf, and pyperf-run still finishes the
     # job (the trap is not inherited: children get the default action).
+    # perf starts COMMAND itself, with the preload in its environment (the
+    # library stays idle in perf, which starts no interpreter). Not through
+    # env(1): perf 6.1 keeps the mappings of the image before an exec, and
+    # the DWARF unwinder takes a library's lowest mapping as its base, so a
+    # libc that env had mapped lower stopped the unwinding of every sample
+    # taken in libc after one frame (in about half of the runs).
     local interrupted=0 rc=0
     trap 'interrupted=1' INT
-    "$PERF" record "${popts[@]}" -- env LD_PRELOAD="$(preload_value "$lib")" \
-        PYPERFINJECT_DIR="$out" "$@" || rc=$?
+    LD_PRELOAD="$(preload_value "$lib")" PYPERFINJECT_DIR="$out" \
+        "$PERF" record "${popts[@]}" -- "$@" || rc=$?
     trap - INT
+    restore_max_stack
     echo "exit status: $rc" >>"$out/pyperf-run.txt"
     [ -s "$out/perf.data" ] || die "perf record wrote no data (exit status $rc)"
     [ "$interrupted" -eq 0 ] || note "interrupted; processing what was recorded"
 
     fix_and_inject "$out" "$out/perf.data" "$out" || true
+    local checked=$out/perf.jit.data
+    [ -f "$checked" ] || checked=$out/perf.data
+    check_chains "$out" "$checked" save
     report_written "$out" "$@"
     if [ -n "$flame" ]; then
         make_flamegraph "$(data_of "$out")" "$flame"
@@ -537,11 +577,13 @@ cmd_report() {
     command -v "$PERF" >/dev/null 2>&1 || require_perf cpu-clock
     local data
     data=$(data_of "$dir")
+    report_chains "$dir" "$data"
     if [ -n "$flame" ]; then
         make_flamegraph "$data" "$flame"
         return
     fi
-    exec "$PERF" report -i "$data" "${extra[@]}"
+    # The arguments after -- come last: a --max-stack there wins.
+    exec "$PERF" report -i "$data" --max-stack "$REPORT_MAX_STACK" "${extra[@]}"
 }
 
 # --------------------------------------------------------------- flame graphs
@@ -660,19 +702,19 @@ make_flamegraph() {
         local script=$FG_SCRIPT template=$D3_TEMPLATE
         # flamegraph.py reads the header of ./perf.data for its "Context" pane.
         ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
-        (cd "$tmp" && "$PERF" script -i "$data" -s "$script" -- \
+        (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" -s "$script" -- \
             --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
             { cat "$tmp/log" >&2; die "perf's flamegraph script failed"; }
         note "flame graph: $file (perf's flamegraph script, template $template)"
         ;;
     inferno)
-        "$PERF" script -i "$data" 2>"$tmp/log" | inferno-collapse-perf | inferno-flamegraph \
+        "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" 2>"$tmp/log" | inferno-collapse-perf | inferno-flamegraph \
             --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
             { cat "$tmp/log" >&2; die "inferno failed"; }
         note "flame graph: $file (inferno)"
         ;;
     flamegraph-pl)
-        "$PERF" script -i "$data" 2>"$tmp/log" | "$(fg_pl stackcollapse-perf.pl)" | "$(fg_pl flamegraph.pl)" \
+        "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" 2>"$tmp/log" | "$(fg_pl stackcollapse-perf.pl)" | "$(fg_pl flamegraph.pl)" \
             --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
             { cat "$tmp/log" >&2; die "FlameGraph failed"; }
         note "flame graph: $file (FlameGraph)"
@@ -963,6 +1005,294 @@ def main(data_in, search, host_dir, data_out):
     return 0
 
 sys.exit(main(*sys.argv[1:5]))
+'
+
+# ------------------------------------------------------- deep call chains
+# Frame-pointer recordings: the kernel stops a chain at
+# kernel.perf_event_max_stack native frames. As root, raise it for the
+# recording and restore it afterwards, also when pyperf-run is stopped by
+# SIGTERM/SIGHUP or dies; otherwise say what to change.
+MAX_STACK_USED=127 MAX_STACK_SAVED=""
+raise_max_stack() {
+    local want=$1 cur err why=""
+    cur=$(cat "$MAX_STACK_SYSCTL" 2>/dev/null) || cur=""
+    if ! [[ $cur =~ ^[0-9]+$ ]]; then
+        warn "cannot read $MAX_STACK_SYSCTL: frame-pointer chains may be cut at 127 native frames"
+        return 0
+    fi
+    MAX_STACK_USED=$cur
+    [ "$cur" -lt "$want" ] || return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        trap 'restore_max_stack' EXIT
+        trap 'restore_max_stack; exit 129' HUP
+        trap 'restore_max_stack; exit 143' TERM
+        MAX_STACK_SAVED=$cur
+        if err=$( (printf '%s\n' "$want" >"$MAX_STACK_SYSCTL") 2>&1); then
+            MAX_STACK_USED=$want
+            note "frame-pointer chains: kernel.perf_event_max_stack raised from $cur to $want native frames for this recording (restored afterwards)"
+            return 0
+        fi
+        MAX_STACK_SAVED=""
+        trap - EXIT HUP TERM
+        case "$err" in
+        *busy*) why=" (it cannot be changed now: another perf session is recording call chains)" ;;
+        *) why=" (it cannot be changed here: ${err##*: })" ;;
+        esac
+    fi
+    warn "frame-pointer chains are cut at kernel.perf_event_max_stack = $cur native frames (about $((cur / 4)) Python frames)$why; for deeper ones: sudo sysctl kernel.perf_event_max_stack=$want (pyperf-run record does this itself as root, and restores it)"
+}
+
+restore_max_stack() {
+    [ -n "$MAX_STACK_SAVED" ] || return 0
+    local saved=$MAX_STACK_SAVED i
+    MAX_STACK_SAVED=""
+    trap - EXIT HUP TERM
+    # Busy while another perf session records call chains: wait a little.
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        if (printf '%s\n' "$saved" >"$MAX_STACK_SYSCTL") 2>/dev/null; then
+            return 0
+        fi
+        [ "$i" -eq 10 ] || sleep 0.5
+    done
+    warn "could not restore kernel.perf_event_max_stack to $saved (another perf session records call chains); restore it with: sysctl kernel.perf_event_max_stack=$saved"
+}
+
+# check_chains DIR DATA [save]: one line on how many samples of the Python
+# processes (those that wrote DIR/perf-PID.map or DIR/host-pids/perf-PID.map)
+# have a chain that does not reach the first frame of their process or
+# thread, and why; with "save", also appended to DIR/pyperf-run.txt.
+check_chains() {
+    local dir=$1 data=$2 save=${3:-} py kmax line
+    py=$(helper_python) || return 0
+    local -a pids=()
+    mapfile -t pids < <(find "$dir" "$dir/host-pids" -maxdepth 1 -name 'perf-*.map' -type f 2>/dev/null |
+        sed -n 's|.*/perf-\([0-9][0-9]*\)\.map$|\1|p' | sort -un)
+    [ "${#pids[@]}" -gt 0 ] || return 0
+    # The kernel's frame limit when it was recorded (fp mode).
+    kmax=$(sed -n 's/^max-stack: \([0-9][0-9]*\) .*/\1/p' "$dir/pyperf-run.txt" 2>/dev/null | tail -n 1 || true)
+    [ -n "$kmax" ] || kmax=$(cat "$MAX_STACK_SYSCTL" 2>/dev/null || echo 127)
+    local -a lines=()
+    mapfile -t lines < <(env -u LD_PRELOAD "$py" -I -c "$CHAIN_CHECK_CODE" "$PERF" "$data" \
+        "$REPORT_MAX_STACK" "$kmax" "$CHECK_SAMPLES" "${pids[@]}" 2>/dev/null || true)
+    for line in "${lines[@]}"; do
+        note "$line"
+        [ "$save" != save ] || echo "chains: $line" >>"$dir/pyperf-run.txt"
+    done
+}
+
+# The cut-chain line of a recording: the one record saved, else checked now.
+report_chains() {
+    local dir=$1 data=$2
+    [ -d "$dir" ] || dir=$(dirname -- "$data")
+    if grep -q '^chains: ' "$dir/pyperf-run.txt" 2>/dev/null; then
+        local line
+        while IFS= read -r line; do note "$line"; done < <(sed -n 's/^chains: //p' "$dir/pyperf-run.txt")
+    else
+        check_chains "$dir" "$data"
+    fi
+}
+
+# Arguments: PERF DATA MAX_STACK KERNEL_MAX_STACK SAMPLES PID... Reads the
+# samples' user stack copies (size, filled size) and callchain lengths from
+# DATA, unwinds up to SAMPLES samples of the PIDs with perf script (time
+# slices spread over the recording) and prints the verdict lines.
+# shellcheck disable=SC2016 # python code, not shell
+readonly CHAIN_CHECK_CODE='
+import mmap, os, re, struct, subprocess, sys
+
+SAMPLE, LOST, LOST_SAMPLES = 9, 2, 13
+S_IP, S_TID, S_TIME, S_ADDR, S_READ, S_CALLCHAIN, S_ID, S_CPU = 1, 2, 4, 8, 16, 32, 64, 128
+S_PERIOD, S_STREAM_ID, S_RAW, S_BRANCH, S_REGS_USER, S_STACK_USER = 256, 512, 1024, 2048, 4096, 8192
+S_IDENTIFIER = 1 << 16
+CONTEXT_MIN = 0xFFFFFFFFFFFFF001  # callchain context markers
+KERNEL_MIN = 0xFFFF800000000000
+# The outermost frames of a process (_start, the loader, libc) or a thread.
+ENTRY = re.compile(r"^(_start|_dl_start|_dl_start_user|__libc_start_main\S*|__libc_start_call_main|"
+                   r"start_thread|thread_start|clone3?|__clone3?|__GI___clone3?|libc_start_main_stage2)$")
+
+
+def samples(path, pids):
+    """Per sample of PIDS, keyed (tid, time): ("stack", copy full, size) or
+    ("frames", frame limit reached, limit); their count, the first and last
+    sample time, and the samples perf lost."""
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if len(m) < 104 or m[:8] != b"PERFILE2":
+        raise ValueError("not a perf.data file")
+    # Each entry of the attrs section: perf_event_attr, then its ids section.
+    entry, a_off, a_size, d_off, d_size = struct.unpack_from("<QQQQQ", m, 16)
+    attrs, by_id, pos = [], {}, a_off
+    while entry > 16 and pos + entry <= a_off + a_size:
+        stype = struct.unpack_from("<Q", m, pos + 24)[0]
+        bst, regs = struct.unpack_from("<QQ", m, pos + 72)
+        maxst = struct.unpack_from("<H", m, pos + 108)[0] if entry - 16 >= 110 else 0
+        a = (stype, bst, bin(regs).count("1"), maxst)
+        attrs.append(a)
+        ids_off, ids_size = struct.unpack_from("<QQ", m, pos + entry - 16)
+        for i in range(ids_size // 8):
+            by_id[struct.unpack_from("<Q", m, ids_off + 8 * i)[0]] = a
+        pos += entry
+    if not attrs or any(a[0] & S_READ for a in attrs):
+        raise ValueError("unexpected sample format")
+    mixed = len(set(a[0] for a in attrs)) > 1
+    if mixed and not all(a[0] & S_IDENTIFIER for a in attrs):
+        raise ValueError("several sample formats")
+    out, n, lost, first, last = {}, 0, 0, None, 0
+    pos, end = d_off, d_off + d_size
+    while pos + 8 <= end:
+        rtype, _, rsize = struct.unpack_from("<IHH", m, pos)
+        if rsize < 8:
+            break
+        if rtype == LOST:
+            lost += struct.unpack_from("<Q", m, pos + 16)[0]
+        elif rtype == LOST_SAMPLES:
+            lost += struct.unpack_from("<Q", m, pos + 8)[0]
+        elif rtype == SAMPLE:
+            p = pos + 8
+            a = by_id.get(struct.unpack_from("<Q", m, p)[0]) if mixed else attrs[0]
+            if a is None or not a[0] & S_TID:
+                pos += rsize
+                continue
+            stype, bst, nregs, maxst = a
+            p += 8 * bool(stype & S_IDENTIFIER) + 8 * bool(stype & S_IP)
+            pid, tid = struct.unpack_from("<II", m, p)
+            p += 8
+            t = 0
+            if stype & S_TIME:
+                t = struct.unpack_from("<Q", m, p)[0]
+                p += 8
+            first = t if first is None else min(first, t)
+            last = max(last, t)
+            if pid not in pids:
+                pos += rsize
+                continue
+            n += 1
+            for bit in (S_ADDR, S_ID, S_STREAM_ID, S_CPU, S_PERIOD):
+                p += 8 * bool(stype & bit)
+            nframes = 0
+            if stype & S_CALLCHAIN:
+                nr = struct.unpack_from("<Q", m, p)[0]
+                nframes = sum(1 for ip in struct.unpack_from("<%dQ" % nr, m, p + 8) if ip < CONTEXT_MIN)
+                p += 8 + 8 * nr
+            if stype & S_RAW:
+                p += 4 + struct.unpack_from("<I", m, p)[0]
+            if stype & S_BRANCH:
+                nr = struct.unpack_from("<Q", m, p)[0]
+                p += 8 + 8 * bool(bst & (1 << 17)) + 24 * nr
+            if stype & S_REGS_USER:
+                abi = struct.unpack_from("<Q", m, p)[0]
+                p += 8 + (8 * nregs if abi else 0)
+            if stype & S_STACK_USER:
+                size = struct.unpack_from("<Q", m, p)[0]
+                full = size > 0 and struct.unpack_from("<Q", m, p + 8 + size)[0] >= size
+                out[(tid, t)] = ("stack", full, size)
+            elif stype & S_CALLCHAIN:
+                limit = maxst or KMAX
+                out[(tid, t)] = ("frames", nframes >= limit, limit)
+        pos += rsize
+    return out, n, first or 0, last, lost
+
+
+def chains(data, pids, slices):
+    cmd = [PERF, "script", "-i", data, "--max-stack", MAX_STACK, "--no-inline", "--ns",
+           "-F", "tid,time,ip,sym,dso", "--pid", ",".join(str(p) for p in pids)]
+    if slices:
+        cmd += ["--time", slices]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=os.path.dirname(data))
+    key, frames = None, []
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        if not line.strip():
+            if key is not None:
+                yield key, frames
+            key, frames = None, []
+        elif line[0] == "\t":
+            if key is None:
+                continue
+            addr, _, rest = line.strip().partition(" ")
+            sym, _, dso = rest.rpartition(" (")
+            try:
+                frames.append((int(addr, 16), sym.strip(), dso[:-1]))
+            except ValueError:
+                pass
+        else:
+            try:
+                tid, when = line.split()[:2]
+                sec, _, ns = when.rstrip(":").partition(".")
+                key, frames = (int(tid), int(sec) * 1000000000 + int(ns.ljust(9, "0"))), []
+            except ValueError:
+                key = None
+    if key is not None:
+        yield key, frames
+    proc.wait()
+
+
+def whole(frames):
+    """True if the chain reaches an entry frame, None without user frames."""
+    user = [f for f in frames if f[0] < KERNEL_MIN]
+    if not user:
+        return None
+    if any(ENTRY.match(f[1]) for f in user):
+        return True
+    # A libc without symbols: its entry functions show as [unknown], and a
+    # frame-pointer walk may go on into the stack above them.
+    known = [f for f in user if f[2] != "[unknown]"]
+    return bool(known) and known[-1][1] == "[unknown]" and \
+        re.match(r"libc[.-]", os.path.basename(known[-1][2])) is not None
+
+
+def pct(a, b):
+    return "%.1f%%" % (100.0 * a / b)
+
+
+def main(data, pids):
+    data = os.path.abspath(data)
+    info, n, first, last, lost = samples(data, pids)
+    slices = ""
+    if n > CAP:
+        # CAP samples in ten time slices spread over the recording
+        w = 10.0 * CAP / n
+        slices = ",".join("%.3f%%-%.3f%%" % (10 * i, 10 * i + w) for i in range(10))
+    total = cut = 0
+    causes = {"stack": [], "frames": [], "other": 0}
+    size = 0
+    for key, frames in chains(data, pids, slices):
+        w = whole(frames)
+        if w is None:
+            continue
+        total += 1
+        if w:
+            continue
+        cut += 1
+        kind, full, val = info.get(key, ("", False, 0))
+        if full:
+            size = val
+            causes[kind].append(sum(1 for f in frames if f[1].startswith("py::")))
+        else:
+            causes["other"] += 1
+    if total:
+        seen = "%d samples" % total if not slices else "%d checked samples (of %d)" % (total, n)
+        if not cut:
+            print("whole chains: all %s of the Python processes reach the first frame of their process or thread" % seen)
+        else:
+            parts = []
+            for kind, what in (("stack", "stack copy of %d KiB full" % ((size + 1023) // 1024)),
+                               ("frames", "frame limit of %d native frames reached" % size)):
+                depths = sorted(causes[kind])
+                if depths:
+                    share = "" if len(depths) == cut else " in " + pct(len(depths), total)
+                    parts.append("%s%s: deeper than ~%d Python frames" % (what, share, depths[len(depths) // 2]))
+            if causes["other"]:
+                share = "" if causes["other"] == cut else " in " + pct(causes["other"], total)
+                parts.append("unwinding stopped early%s: code without unwind information or frame pointer" % share)
+            print("%s of %s have a cut chain (%s); see docs/usage.md" % (pct(cut, total), seen, "; ".join(parts)))
+    if lost:
+        print("perf lost %d samples (its ring buffer was full); see docs/usage.md" % lost)
+
+
+PERF, MAX_STACK, KMAX, CAP = sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+main(sys.argv[2], set(int(p) for p in sys.argv[6:]))
 '
 
 # ------------------------------------------------------------------ --pid

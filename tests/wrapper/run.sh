@@ -144,6 +144,10 @@ test_cli_usage() {
     expect_out 'no COMMAND'
     expect_rc 125 "$W" record --freq x -- true
     expect_out 'positive integer'
+    expect_rc 125 "$W" record --stack-size 65536 -- true
+    expect_out 'from 8 to 65528'
+    expect_rc 125 "$W" record --max-stack 0 -- true
+    expect_out 'from 1 to 4096'
     expect_rc 125 "$W" report
     expect_out 'which recording'
     expect_rc 125 "$W" report "$T/nothing-here"
@@ -205,7 +209,7 @@ test_wraps_perf() {
     # report reads the map from /tmp, so the program writes there. (DWARF
     # without perf inject: names for the innermost Python frame.)
     touch "$T/marker"
-    expect_rc 0 env -u PYPERFINJECT_DIR "$W" perf record -q -F 999 --call-graph dwarf -e cpu-clock \
+    expect_rc 0 env -u PYPERFINJECT_DIR "$W" perf record -q -F 999 --call-graph dwarf,65528 -e cpu-clock \
         -o "$T/perf.data" -- "$py" "$APP"
     perf report -i "$T/perf.data" --stdio --no-children --sort sym 2>/dev/null >"$T/report.txt"
     local -a mine=()
@@ -506,6 +510,152 @@ test_namespace_record() {
     rm -f /tmp/perf-"$(sed -n 's/.*-> host pid \([0-9]*\).*/\1/p' "$T/out.txt" | head -n 1)".map
 }
 
+# ------------------------------------------------------------ deep chains
+export DEEP="$HERE/deep.py"
+
+# entry_share DATA PID: "REACHED TOTAL" over PID's samples that have a user
+# frame: how many chains reach the first frame of the process or thread
+# (perf script sees the whole chain: --max-stack 8192). In a libc without
+# symbols (sid's) that frame is an [unknown] one in libc, the last frame
+# with a known file (a frame-pointer walk may go on into the stack).
+entry_share() {
+    perf script -i "$1" --pid "$2" --max-stack 8192 --no-inline -F ip,sym,dso 2>/dev/null | awk '
+        function done() {
+            if (user) { total++; if (entry || last ~ /^\[unknown\] \(.*\/libc[.-]/) reached++ }
+            user = entry = 0; last = ""
+        }
+        /^[[:space:]]*$/ { done(); next }
+        {
+            if ($1 !~ /^ffff/) user = 1
+            if ($2 ~ /^(_start|__libc_start_call_main|__libc_start_main.*|start_thread|clone3?|__clone3?)$/) entry = 1
+            if ($NF != "([unknown])") { last = $2 " " $NF }
+        }
+        END { done(); printf "%d %d\n", reached, total }'
+}
+
+# The pid of the one Python process of a recording directory.
+rec_pid() {
+    local m
+    m=$(find "$1" -maxdepth 1 -name 'perf-*.map' | head -n 1)
+    [ -n "$m" ] || die_test "no perf-PID.map in $1"
+    m=${m##*/perf-}
+    echo "${m%.map}"
+}
+
+# assert_share DIR MIN: at least MIN percent of the chains reach the entry.
+assert_share() {
+    local r t
+    read -r r t < <(entry_share "$1/perf.jit.data" "$(rec_pid "$1")")
+    echo "$1: $r of $t samples reach the entry frame"
+    [ "$t" -gt 100 ] || die_test "only $t samples in $1"
+    [ $((100 * r)) -ge $((${2} * t)) ] || die_test "only $r of $t chains in $1 reach the entry frame (want >= $2%)"
+}
+
+# A 100-deep recursion with the defaults: the chains are whole, pyperf-run
+# says so, and perf report through pyperf-run shows all 100 Python frames
+# down to _start. A 16 KiB stack copy cuts them, and pyperf-run says why.
+test_chains_whole_100() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    expect_rc 0 "$W" record -o "$T/rec" -- "$py" "$DEEP" 100
+    cat "$T/out.txt"
+    grep -q '^mode: dwarf' "$T/rec/pyperf-run.txt" || skip_test "$py has frame pointers (the fp test covers it)"
+    # Whole, or a few start-up samples in code without unwind information.
+    expect_out '^pyperf-run: (whole chains: all [0-9]+ (checked )?samples|[0-4]\.[0-9]% of [0-9]+ (checked )?samples.* have a cut chain \(unwinding stopped early)'
+    grep -q -- '--call-graph dwarf,65528' "$T/rec/pyperf-run.txt" || die_test "not recorded with dwarf,65528"
+    assert_share "$T/rec" 95
+    "$W" report "$T/rec" -- --stdio --no-children --no-inline --percent-limit 20 >"$T/report.txt" 2>"$T/report.err" ||
+        die_test "pyperf-run report failed"
+    grep -qxF "$(grep -m1 -E 'whole chains|cut chain' "$T/out.txt")" "$T/report.err" ||
+        die_test "report does not repeat the chain line"
+    # The longest run of py::rec frames that ends at an entry frame.
+    local run
+    run=$(awk '
+        /py::rec:/ { n++; next }
+        /(^|[^a-z_])(_start|__libc_start_call_main)$/ { if (n > best) best = n; n = 0; next }
+        /^[[:space:]]*$|^ +[0-9.]+%/ { n = 0 }
+        END { print best + 0 }' "$T/report.txt")
+    echo "pyperf-run report: $run py::rec frames in one chain down to the entry"
+    [ "$run" -ge 100 ] || { head -60 "$T/report.txt"; die_test "the report shows no whole 100-deep py::rec chain ($run)"; }
+    # A smaller stack copy: cut, and the line says so.
+    expect_rc 0 "$W" record -o "$T/small" -F 299 --stack-size 16384 -- "$py" "$DEEP" 100 1
+    cat "$T/out.txt"
+    expect_out '^pyperf-run: [0-9.]+% of [0-9]+ (checked )?samples.* have a cut chain \(stack copy of 16 KiB full'
+}
+
+# A 300-deep recursion is deeper than the 64 KiB copy holds: a plausible
+# share (most of the run is spent at depth 300) and depth in the line.
+test_chains_cut_300() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    expect_rc 0 "$W" record -o "$T/rec" -- "$py" "$DEEP" 300
+    cat "$T/out.txt"
+    grep -q '^mode: dwarf' "$T/rec/pyperf-run.txt" || skip_test "$py has frame pointers (the fp test covers it)"
+    expect_out '^pyperf-run: [0-9.]+% of [0-9]+ (checked )?samples.* have a cut chain \(stack copy of 64 KiB full'
+    local line pct deep
+    line=$(grep 'have a cut chain' "$T/out.txt")
+    pct=$(sed -n 's/^pyperf-run: \([0-9]*\)\.[0-9]% of.*/\1/p' <<<"$line")
+    deep=$(sed -n 's/.*deeper than ~\([0-9]*\) Python frames.*/\1/p' <<<"$line")
+    echo "cut: $pct%, about $deep Python frames fit"
+    { [ "$pct" -ge 70 ] && [ "$pct" -le 100 ]; } || die_test "implausible share of cut chains: $pct%"
+    { [ "$deep" -ge 80 ] && [ "$deep" -lt 300 ]; } || die_test "implausible depth: $deep Python frames"
+    grep -q '^chains: .*have a cut chain' "$T/rec/pyperf-run.txt" || die_test "pyperf-run.txt lacks the chain line"
+}
+
+# A frame-pointer interpreter (record picks --call-graph fp): the kernel's
+# limit (kernel.perf_event_max_stack) is raised to 1024 for the recording
+# and restored, also when pyperf-run is stopped; when it cannot be raised
+# (another perf session holds call chains) pyperf-run says so, and the
+# chain line names the limit.
+test_chains_fp() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local label cmd kind py=""
+    if [ -f "$ROOT/build/interpreters.txt" ]; then
+        while IFS=$'\t' read -r label cmd kind; do
+            case "$kind" in pyenv | debian | sid) ;; *) continue ;; esac
+            if "$W" check -- "$cmd" 2>/dev/null | grep -q 'with frame pointers'; then py=$cmd; break; fi
+        done <"$ROOT/build/interpreters.txt"
+    fi
+    [ -n "$py" ] || skip_test "no CPython with frame pointers in build/interpreters.txt"
+    echo "frame-pointer interpreter: $label ($py)"
+    local sysctl=/proc/sys/kernel/perf_event_max_stack before
+    before=$(cat "$sysctl")
+    [ "$before" -lt 1024 ] || skip_test "kernel.perf_event_max_stack is already $before"
+    if [ "$(id -u)" -ne 0 ]; then
+        expect_rc 0 "$W" record -o "$T/rec" -- "$py" "$DEEP" 100 1
+        cat "$T/out.txt"
+        expect_out "frame-pointer chains are cut at kernel.perf_event_max_stack = $before"
+        skip_test "not root: the raised limit is not checked"
+    fi
+    expect_rc 0 "$W" record -o "$T/rec" -- "$py" "$DEEP" 100 1
+    cat "$T/out.txt"
+    expect_out "kernel.perf_event_max_stack raised from $before to 1024"
+    [ "$(cat "$sysctl")" = "$before" ] || die_test "kernel.perf_event_max_stack not restored: $(cat "$sysctl")"
+    grep -q -- '--call-graph fp' "$T/rec/pyperf-run.txt" || die_test "not recorded with --call-graph fp"
+    assert_share "$T/rec" 95
+    # Stopped with SIGTERM: restored all the same.
+    "$W" record -o "$T/term" -- "$py" "$DEEP" 100 2 >"$T/term.txt" 2>&1 &
+    local pid=$! rc=0
+    sleep 1
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    cat "$T/term.txt"
+    [ "$rc" -eq 143 ] || die_test "exit status $rc after SIGTERM, expected 143"
+    [ "$(cat "$sysctl")" = "$before" ] || die_test "not restored after SIGTERM: $(cat "$sysctl")"
+    # Busy: another perf session records call chains.
+    perf record -q -g -e cpu-clock -o "$T/other.data" -- sleep 4 >/dev/null 2>&1 &
+    local other=$!
+    sleep 0.5
+    expect_rc 0 "$W" record -o "$T/busy" -- "$py" "$DEEP" 100 1
+    wait "$other" || true
+    cat "$T/out.txt"
+    expect_out "cut at kernel.perf_event_max_stack = $before native frames .*another perf session"
+    expect_out "have a cut chain \\(frame limit of $before native frames reached"
+    [ "$(cat "$sysctl")" = "$before" ] || die_test "kernel.perf_event_max_stack changed: $(cat "$sysctl")"
+}
+
 test_install() {
     local stage="$T/stage" prefix=/opt/pyperfinject-test
     make -s -C "$ROOT" install DESTDIR="$stage" PREFIX="$prefix" >"$T/install.txt" 2>&1 ||
@@ -665,6 +815,9 @@ run_test record_pyenv_3_8
 run_test flamegraph_svg
 run_test namespace_host_step
 run_test namespace_record
+run_test chains_whole_100
+run_test chains_cut_300
+run_test chains_fp
 run_test install
 if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
     while IFS=$'\t' read -r label cmd kind; do
