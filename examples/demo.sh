@@ -20,7 +20,7 @@ echo "== profiling examples/app.py with $python ($("$python" -V 2>&1)) under the
 if command -v perf >/dev/null && perf record -q -e cpu-clock -o /dev/null true 2>/dev/null; then
     # DWARF call graphs: works whether or not the interpreter keeps frame
     # pointers. -k 1: jitdump timestamps are CLOCK_MONOTONIC.
-    perf record -q -F 999 -k 1 --call-graph dwarf,32768 -e cpu-clock -o "$out/perf.data" -- \
+    perf record -q -F 999 -k 1 --call-graph dwarf,65528 -e cpu-clock -o "$out/perf.data" -- \
         env LD_PRELOAD="$lib" PYPERFINJECT_DIR="$out" "$python" examples/app.py
     (cd "$out" && perf inject -i perf.data --jit -o perf.jit.data)
     echo
