@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# make demo: build the library, profile the bundled example with perf under
-# the machine's default python3, and show the Python frames perf now sees.
-# Without a usable perf it still shows the names the library wrote.
+# make demo: build the library, profile the bundled example (examples/app.py)
+# with `pyperf-run record` under the python3 your PATH gives (or PYTHON=...),
+# and show the Python call chain perf sees in it. The recording stays in
+# build/demo for `./pyperf-run.sh report build/demo`. Exits 0 when the chain
+# py::checksum -> ... -> py::<module> is there, 1 when it really is not.
+# Without a usable perf it shows the names the library wrote instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # `make check SANITIZE=...` leaves build/ instrumented (tests/run-all.sh,
@@ -12,29 +15,58 @@ case "$(cat build/.flags 2>/dev/null)" in
 esac
 make -s BUILD="$build" lib
 lib=$PWD/$build/libpyperfinject.so
-python=$(command -v python3)
-out=$(mktemp -d /tmp/pyperfinject-demo.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-echo "== profiling examples/app.py with $python ($("$python" -V 2>&1)) under the library"
 
-if command -v perf >/dev/null && perf record -q -e cpu-clock -o /dev/null true 2>/dev/null; then
-    # DWARF call graphs: works whether or not the interpreter keeps frame
-    # pointers. -k 1: jitdump timestamps are CLOCK_MONOTONIC.
-    perf record -q -F 999 -k 1 --call-graph dwarf,65528 -e cpu-clock -o "$out/perf.data" -- \
-        env LD_PRELOAD="$lib" PYPERFINJECT_DIR="$out" "$python" examples/app.py
-    (cd "$out" && perf inject -i perf.data --jit -o perf.jit.data)
-    echo
-    echo "== perf report (callers of the hottest symbols; py:: lines are Python functions)"
-    perf report -i "$out/perf.jit.data" --stdio --no-children --sort sym \
-        -g caller,0.5,callee --percent-limit 10 2>/dev/null |
-        grep -v -e '^#' -e '^$' | head -60
-    echo
-    echo "== the Python call chain of the hottest path, innermost first:"
-    perf report -i "$out/perf.jit.data" --stdio --no-children --sort sym \
-        -g caller,0.5,callee --percent-limit 10 2>/dev/null |
-        grep -o 'py::[^ ]*' | awk '!seen[$0]++' | head -10
-else
+python=${PYTHON:-$(command -v python3 || true)}
+if [ -z "$python" ]; then
+    echo "demo: no python3 on PATH; run: make demo PYTHON=/path/to/python3" >&2
+    exit 1
+fi
+# A pyenv shim (or another script that execs Python) is not the program to
+# profile: sys.executable names the interpreter behind it. A launcher that is
+# its own sys.executable (a venv's python, an interpreter run through its
+# loader) stays as it is.
+real=$("$python" -c 'import sys; print(sys.executable)' 2>/dev/null || true)
+if [ -n "$real" ] && [ "$real" != "$python" ] && [ -x "$real" ] && "$real" -c '' 2>/dev/null; then
+    echo "== $python starts $real: profiling that"
+    python=$real
+fi
+if ! version=$("$python" -c 'import platform, sys
+assert platform.python_implementation() == "CPython" and sys.version_info >= (3, 6)
+print("CPython " + platform.python_version())' 2>/dev/null); then
+    echo "demo: $python is not CPython 3.6 or newer, which the library serves; run: make demo PYTHON=/path/to/python3" >&2
+    exit 1
+fi
+echo "== profiling examples/app.py with $python ($version)"
+
+out=$PWD/build/demo
+rm -rf "$out"
+if ! { command -v perf >/dev/null && perf record -q -e cpu-clock -o /dev/null true 2>/dev/null; }; then
     echo "(perf is missing or not permitted here: showing the names the library wrote)"
+    mkdir -p "$out"
     PYPERFINJECT_DIR="$out" LD_PRELOAD="$lib" "$python" examples/app.py
     grep -F "$PWD/examples/app.py" "$out"/perf-*.map
+    exit 0
 fi
+
+PYPERFINJECT_LIB="$lib" ./pyperf-run.sh record -o "$out" -- "$python" examples/app.py
+
+echo
+echo "== Python functions by the share of samples inside them (perf report --children)"
+perf report -i "$out/perf.jit.data" --stdio --children --sort sym -g none --no-inline \
+    --percent-limit 1 2>/dev/null | grep -F 'py::' | head -12 || true
+
+perf script -i "$out/perf.jit.data" -F ip,sym --no-inline 2>/dev/null |
+    awk -f examples/python_chains.awk >"$out/python-chains.txt"
+total=$(awk -F '\t' '$1 == "TOTAL" { print $2 }' "$out/python-chains.txt")
+chain=$(awk -F '\t' '$2 ~ /^py::checksum( |$)/ && $2 ~ /py::<module>$/ { print; exit }' \
+    "$out/python-chains.txt")
+echo
+if [ -z "$chain" ]; then
+    echo "demo: no sample shows the example's Python call chain (py::checksum ... py::<module>);" \
+        "the chains perf saw are in $out/python-chains.txt" >&2
+    exit 1
+fi
+echo "== the Python call chain perf sees in ${chain%%$'\t'*} of ${total} samples with Python frames:"
+echo "   ${chain#*$'\t'}"
+echo
+echo "More: ./pyperf-run.sh report build/demo   (docs/usage.md)"

@@ -656,6 +656,29 @@ test_chains_fp() {
     [ "$(cat "$sysctl")" = "$before" ] || die_test "kernel.perf_event_max_stack changed: $(cat "$sysctl")"
 }
 
+# make demo as a newcomer runs it: python3 on PATH is a shim that execs the
+# interpreter (pyenv's are bash scripts doing that), then a real interpreter
+# given with PYTHON=. It prints the example's whole Python chain; with the
+# library switched off that chain is really absent and the demo fails.
+test_demo() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local real chain='^   py::checksum → py::render_page → py::handle_requests → py::main → py::<module>$'
+    real=$(default_python)
+    mkdir -p "$T/shims"
+    printf '#!/usr/bin/env bash\n# like a pyenv shim: a shell that execs the interpreter\nexec %q "$@"\n' \
+        "$real" >"$T/shims/python3"
+    chmod 755 "$T/shims/python3"
+    expect_rc 0 env PATH="$T/shims:$PATH" make -s -C "$ROOT" demo
+    cat "$T/out.txt"
+    expect_out "^== $T/shims/python3 starts $real: profiling that"
+    expect_out "$chain"
+    expect_rc 0 make -s -C "$ROOT" demo PYTHON="$real"
+    expect_out "^== profiling examples/app.py with $real \(CPython 3"
+    expect_out "$chain"
+    expect_rc 2 env PYPERFINJECT_ENABLE=0 make -s -C "$ROOT" demo PYTHON="$real" # make: 2 when the recipe fails
+    expect_out "^demo: no sample shows the example's Python call chain"
+}
+
 test_install() {
     local stage="$T/stage" prefix=/opt/pyperfinject-test
     make -s -C "$ROOT" install DESTDIR="$stage" PREFIX="$prefix" >"$T/install.txt" 2>&1 ||
@@ -818,6 +841,7 @@ run_test namespace_record
 run_test chains_whole_100
 run_test chains_cut_300
 run_test chains_fp
+run_test demo
 run_test install
 if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
     while IFS=$'\t' read -r label cmd kind; do
