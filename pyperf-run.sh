@@ -146,6 +146,23 @@ find_lib() {
         "build it (make, in the source tree), install it (make install), or set PYPERFINJECT_LIB=/path/to/libpyperfinject.so"
 }
 
+# Prints the path of pyperf-run-flamegraph.py: next to this script (source
+# tree), or ../lib/pyperfinject next to it or in the libdir it was installed
+# for.
+find_flamegraph_helper() {
+    local dir cand name=pyperf-run-flamegraph.py
+    dir=$(script_dir)
+    local -a cands=("$dir/$name" "$dir/../lib/pyperfinject/$name")
+    [[ $CONFIGURED_LIBDIR == @* ]] || cands+=("$CONFIGURED_LIBDIR/pyperfinject/$name")
+    for cand in "${cands[@]}"; do
+        if [ -f "$cand" ]; then
+            readlink -f -- "$cand"
+            return 0
+        fi
+    done
+    return 1
+}
+
 # LD_PRELOAD with the library appended (kept once).
 preload_value() {
     local lib=$1 cur=${LD_PRELOAD:-}
@@ -702,7 +719,12 @@ make_flamegraph() {
         local script=$FG_SCRIPT template=$D3_TEMPLATE
         # flamegraph.py reads the header of ./perf.data for its "Context" pane.
         ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
-        (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" -s "$script" -- \
+        # Through pyperf-run-flamegraph.py when it is here: whole chains are
+        # too deep for the script's JSON encoding at Python's default limit.
+        local -a run=(-s "$script" --)
+        local deep
+        if deep=$(find_flamegraph_helper); then run=(-s "$deep" -- "$script"); fi
+        (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" "${run[@]}" \
             --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
             { cat "$tmp/log" >&2; die "perf's flamegraph script failed"; }
         note "flame graph: $file (perf's flamegraph script, template $template)"

@@ -584,6 +584,19 @@ test_chains_whole_100() {
     expect_out '^pyperf-run: [0-9.]+% of [0-9]+ (checked )?samples.* have a cut chain \(stack copy of 16 KiB full'
 }
 
+# The HTML flame graph of whole deep chains: perf's flamegraph.py encodes the
+# tree as nested JSON and failed past ~280 native frames (a 100-deep Python
+# recursion is ~500) until pyperf-run ran it with a deeper recursion limit.
+test_flamegraph_deep() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local tpl
+    tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "the d3-flame-graph template could not be installed (npm install $D3_PKG)"
+    expect_rc 0 "$W" record -o "$T/rec" -F 299 -- "$(default_python)" "$DEEP" 100
+    expect_rc 0 env PYPERF_RUN_FLAMEGRAPH_TEMPLATE="$tpl" "$W" report "$T/rec" --flamegraph "$T/deep.html"
+    grep -q 'py::rec' "$T/deep.html" || die_test "the flame graph has no py::rec"
+}
+
 # A 300-deep recursion is deeper than the 64 KiB copy holds: a plausible
 # share (most of the run is spent at depth 300) and depth in the line.
 test_chains_cut_300() {
@@ -841,6 +854,7 @@ run_test namespace_record
 run_test chains_whole_100
 run_test chains_cut_300
 run_test chains_fp
+run_test flamegraph_deep
 run_test demo
 run_test install
 if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
