@@ -218,6 +218,22 @@ for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
     fi
 done
 
+# Every command README.md and docs/*.md show, taken from the files and run
+# as a reader runs it (tests/docs/run.py).
+stage "documented commands (README.md, docs/*.md)"
+if [ -n "${SANITIZE:-}" ]; then
+    skip "documented commands: they run the library users get, in the plain make check"
+elif [ -z "$driver" ]; then
+    skip "documented commands: no python3 to drive them"
+else
+    "$driver" tests/docs/run.py 2>&1 | tee build/docs.log
+    rc=${PIPESTATUS[0]}
+    add_counts "$(tail -n 1 build/docs.log)"
+    if [ "$rc" -ne 0 ] && ! grep -q '[1-9][0-9]* failed' <<<"$(tail -n 1 build/docs.log)"; then
+        fail "tests/docs/run.py exited $rc"
+    fi
+fi
+
 if [ -n "$reports" ]; then
     stage "sanitizer reports"
     sanitizer_reports "all suites" "$reports" 40

@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+"""Every command README.md and docs/*.md show, run as a reader would run it.
+
+The commands are taken from the files themselves: every line of a ```sh
+(bash, shell) block, and the `$ ` lines of a plain block (a transcript);
+backslash-continued lines are joined and trailing comments dropped. Each
+command needs a check in CHECKS: how it runs here and what the text around
+it promises. A documented command without a check FAILs (the docs got ahead
+of the tests), and so does a check whose command no document shows any more.
+A command this machine cannot run is a SKIP with the reason.
+
+Commands run in bash in a scratch directory holding examples/app.py as
+app.py, with `python`/`python3` (the interpreter under test: Debian's
+/usr/bin/python3, else the python3 on PATH, resolved) and `pyperf-run` (this
+tree's) first on PATH. Placeholders are filled in: /path/to/libpyperfinject.so
+(this tree's build), DIR (a recording made once with pyperf-run record),
+pyperf-DATE-TIME (what the documented record command made); `sudo ` is
+dropped when running as root.
+
+usage: run.py [--only SUBSTRING] [--list]
+The last line is "docs: N passed, N failed, N skipped".
+"""
+import argparse
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LIB = os.path.join(ROOT, "build", "libpyperfinject.so")
+DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in
+                              glob.glob(os.path.join(ROOT, "docs", "*.md")))
+SHELL_BLOCKS = ("sh", "bash", "shell")
+# The example's own functions, as py::qualname:file symbols name them.
+APP_FUNCTIONS = ("checksum", "render_page", "handle_requests", "main")
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+# ------------------------------------------------------------- extraction
+
+def strip_comment(line):
+    """The line without a trailing `# comment` (a # that starts a word
+    outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"':
+                continue
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def documented_commands():
+    """[(file, line number, command)] in document order."""
+    found = []
+    for doc in DOCS:
+        with open(os.path.join(ROOT, doc)) as f:
+            lines = f.read().split("\n")
+        info, pending, start = None, "", 0
+        for n, line in enumerate(lines, 1):
+            fence = re.match(r"^```\s*(\S*)", line)
+            if fence:
+                info = None if info is not None else fence.group(1)
+                continue
+            if info is None:
+                continue
+            if info in SHELL_BLOCKS:
+                text = line
+            elif info == "" and line.startswith("$ "):
+                text = line[2:]
+            else:
+                continue
+            if not pending:
+                start = n
+            if text.rstrip().endswith("\\"):
+                pending += text.rstrip()[:-1].rstrip() + " "
+                continue
+            command = " ".join(strip_comment(pending + text).split())
+            pending = ""
+            if command:
+                found.append((doc, start, command))
+    return found
+
+
+# ---------------------------------------------------------------- running
+
+class Ctx(object):
+    def __init__(self):
+        self.work = tempfile.mkdtemp(prefix="pyperfinject-docs-")
+        self.bin = os.path.join(self.work, "bin")
+        os.mkdir(self.bin)
+        self.python = interpreter()
+        for name in ("python", "python3"):
+            os.symlink(self.python, os.path.join(self.bin, name))
+        os.symlink(os.path.join(ROOT, "pyperf-run.sh"), os.path.join(self.bin, "pyperf-run"))
+        shutil.copy(os.path.join(ROOT, "examples", "app.py"), os.path.join(self.work, "app.py"))
+        self.dir = None  # the shared recording (DIR)
+        self.readme_recording = None  # what README's record command made
+        self.start = time.time()
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        for key in list(env):
+            if key.startswith("PYPERFINJECT") or key == "LD_PRELOAD":
+                del env[key]
+        env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        env["PYPERFINJECT_LIB"] = LIB
+        env.update(extra or {})
+        return env
+
+    def fill(self, command):
+        if re.search(r"(^|[;&|] *)sudo ", command):
+            if os.geteuid() != 0:
+                raise Skip("needs root (sudo), this runs as uid %d" % os.geteuid())
+            command = re.sub(r"(^|[;&|] *)sudo ", r"\1", command)
+        command = command.replace("/path/to/libpyperfinject.so", LIB)
+        if re.search(r"\bDIR\b", command):
+            command = re.sub(r"\bDIR\b", shlex.quote(self.recording()), command)
+        if "pyperf-DATE-TIME" in command:
+            if not self.readme_recording:
+                raise Fail("no recording from the documented `pyperf-run record` to use")
+            command = command.replace("pyperf-DATE-TIME", shlex.quote(self.readme_recording))
+        return command
+
+    def sh(self, command, extra=None, timeout=600, cwd=None):
+        p = subprocess.run(["bash", "-c", command], cwd=cwd or self.work, env=self.env(extra),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, errors="replace", timeout=timeout)
+        return p.returncode, p.stdout
+
+    def recording(self):
+        """DIR: one recording of app.py, made the documented way."""
+        if self.dir is None:
+            need_perf()
+            self.dir = os.path.join(self.work, "rec")
+            rc, out = self.sh("pyperf-run record -o rec -- python app.py")
+            if rc != 0:
+                raise Fail("making DIR: pyperf-run record exited %d: %s" % (rc, out[-400:]))
+        return self.dir
+
+
+def interpreter():
+    for cand in ("/usr/bin/python3", shutil.which("python3")):
+        if cand and os.path.exists(cand):
+            out = subprocess.run([cand, "-c", "import sys; print(sys.executable)"],
+                                 stdout=subprocess.PIPE, universal_newlines=True)
+            return out.stdout.strip() or cand
+    raise SystemExit("docs: no python3 to run the documented commands with")
+
+
+def need_perf():
+    ok = shutil.which("perf") and subprocess.run(
+        ["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "true"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    if not ok:
+        raise Skip("perf is missing or may not record here")
+
+
+def expect(rc, out, want_rc=0, patterns=(), what=""):
+    if rc != want_rc:
+        raise Fail("%sexit status %d, expected %d: %s" % (what, rc, want_rc, out[-600:]))
+    for p in patterns:
+        if not re.search(p, out, re.M):
+            raise Fail("%soutput lacks /%s/: %s" % (what, p, out[-600:]))
+
+
+def app_names_in(text, least=3):
+    named = [f for f in APP_FUNCTIONS if re.search(r"py::%s:\S*app\.py" % f, text)]
+    if len(named) < least:
+        raise Fail("only %s of the example's functions named: %s" % (named, text[-400:]))
+    return named
+
+
+def report_text(ctx, data):
+    rc, out = ctx.sh("perf report -i %s --stdio --children --sort sym -g none --no-inline "
+                     "2>/dev/null" % shlex.quote(data))
+    return out
+
+
+def chain_share(ctx, data):
+    """Samples whose chain runs py::checksum ... py::<module>, of those with
+    Python frames (examples/python_chains.awk)."""
+    rc, out = ctx.sh("perf script -i %s -F ip,sym --no-inline 2>/dev/null | awk -f %s" %
+                     (shlex.quote(data), shlex.quote(os.path.join(ROOT, "examples",
+                                                                  "python_chains.awk"))))
+    total = int(re.search(r"^TOTAL\t(\d+)", out, re.M).group(1))
+    whole = sum(int(m.group(1)) for m in
+                re.finditer(r"^(\d+)\tpy::checksum → .*py::<module>$", out, re.M))
+    return whole, total
+
+
+# ----------------------------------------------------------------- checks
+# One function per documented command (or family): run it, check what the
+# text says it does. Each returns a note.
+
+def c_make_demo(ctx, cmd):
+    need_perf()
+    rc, out = ctx.sh("make -s -C %s demo" % shlex.quote(ROOT))  # python3: first on PATH
+    expect(rc, out, 0, [r"^   py::checksum → py::render_page → py::handle_requests → py::main "
+                        r"→ py::<module>$"])
+    return "the example's whole Python chain"
+
+
+def c_make_check(ctx, cmd):
+    raise Skip("this test is a stage of `make check`: it cannot run the suite it is part of")
+
+
+def c_preload(ctx, cmd):
+    """LD_PRELOAD=... python app.py: the program's output as without, and
+    the names in /tmp/perf-PID.map (the default directory)."""
+    before = set(glob.glob("/tmp/perf-*.map"))
+    rc, out = ctx.sh(ctx.fill(cmd))
+    rc0, out0 = ctx.sh("python app.py")
+    expect(rc, out, 0, [re.escape(out0.strip())] if out0.strip() else [])
+    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
+            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
+    if not made:
+        raise Fail("no /tmp/perf-PID.map names app.py")
+    names = app_names_in(open(made[0], errors="replace").read(), 4)
+    for p in made:
+        os.unlink(p)
+        dump = "/tmp/jit-%s.dump" % p[len("/tmp/perf-"):-len(".map")]
+        if os.path.exists(dump):
+            os.unlink(dump)
+    return "output unchanged; %s named in %s" % (", ".join(names), made[0])
+
+
+def c_readme_record(ctx, cmd):
+    need_perf()
+    before = set(glob.glob(os.path.join(ctx.work, "pyperf-*")))
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^pyperf-run: wrote "])
+    made = sorted(set(glob.glob(os.path.join(ctx.work, "pyperf-*"))) - before)
+    if len(made) != 1 or not re.match(r"pyperf-\d{8}-\d{6}$", os.path.basename(made[0])):
+        raise Fail("expected one ./pyperf-DATE-TIME directory, found %s" % made)
+    ctx.readme_recording = os.path.basename(made[0])
+    data = os.path.join(made[0], "perf.jit.data")
+    whole, total = chain_share(ctx, data)
+    if whole == 0:
+        raise Fail("no sample of %s shows py::checksum ... py::<module>" % data)
+    return "%s: py::checksum ... py::<module> in %d of %d samples" % (
+        ctx.readme_recording, whole, total)
+
+
+def c_report(ctx, cmd):
+    """pyperf-run report: perf report with py:: frames. The TUI form runs
+    with its output to a pipe (perf falls back to --stdio)."""
+    need_perf()
+    rc, out = ctx.sh(ctx.fill(cmd) + " </dev/null | head -c 2000000")
+    expect(rc, out, 0)
+    return "%s named" % ", ".join(app_names_in(out))
+
+
+def c_flamegraph(ctx, cmd):
+    need_perf()
+    filled = ctx.fill(cmd)
+    target = os.path.join(ctx.work, shlex.split(filled)[-1])
+    if os.path.exists(target):
+        os.unlink(target)
+    rc, out = ctx.sh(filled)
+    if rc != 0 and re.search(r"(missing|not on PATH|neither on PATH|install)", out, re.I) and \
+            not os.path.exists(target):
+        raise Skip("no renderer here, as pyperf-run says: %s" % out.strip().splitlines()[-1][:200])
+    expect(rc, out, 0)
+    if not os.path.exists(target):
+        raise Fail("%s was not written" % target)
+    with open(target, errors="replace") as f:
+        names = app_names_in(f.read())
+    return "%s holds %s" % (os.path.basename(target), ", ".join(names))
+
+
+def c_perf_script(ctx, cmd):
+    need_perf()
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0)
+    with open(os.path.join(ctx.work, "app.perf"), errors="replace") as f:
+        text = f.read()
+    return "app.perf: %s" % ", ".join(app_names_in(text))
+
+
+def c_check(ctx, cmd):
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^library: ", r"^perf: ", r"^interpreter: .*CPython 3\.\d+ .*-> record uses "
+                        r"--call-graph (fp|dwarf,65528)"])
+    return out.strip().splitlines()[-1][:120]
+
+
+def c_exec_only(ctx, cmd):
+    """pyperf-run -- python app.py: only the files, in /tmp."""
+    before = set(glob.glob("/tmp/perf-*.map"))
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^checksum "])
+    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
+            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
+    if not made:
+        raise Fail("no /tmp/perf-PID.map names app.py")
+    for p in made:
+        os.unlink(p)
+        dump = p.replace("/perf-", "/jit-").replace(".map", ".dump")
+        if os.path.exists(dump):
+            os.unlink(dump)
+    return "the program ran; its names in " + made[0]
+
+
+def c_samply(ctx, cmd):
+    if not shutil.which("samply"):
+        raise Skip("samply is not installed (neither Debian nor the npm registry ships it)")
+    rc, out = ctx.sh(ctx.fill(cmd) + " --no-open --save-only -o samply.json.gz")
+    expect(rc, out, 0)
+    return "samply recorded"
+
+
+def c_perf_record_g(ctx, cmd):
+    """The frame-pointer form: the text says it is for interpreters built
+    with frame pointers, so it runs with one of those when there is one."""
+    need_perf()
+    fp = frame_pointer_python(ctx)
+    if not fp:
+        raise Skip("no interpreter built with frame pointers here (pyperf-run check says which "
+                   "are)")
+    filled = ctx.fill(cmd).replace("-- python ", "-- %s " % fp).replace(
+        "perf record ", "perf record -o fp.data ", 1)
+    rc, out = ctx.sh(filled)
+    expect(rc, out, 0)
+    rc, out = ctx.sh("perf report -i fp.data --stdio --children --sort sym -g none 2>/dev/null")
+    return "with %s: %s" % (fp, ", ".join(app_names_in(out)))
+
+
+def frame_pointer_python(ctx):
+    path = os.path.join(ROOT, "build", "interpreters.txt")
+    if not os.path.exists(path):
+        return None
+    for row in open(path):
+        label, command, kind = (row.rstrip("\n").split("\t") + ["", "", ""])[:3]
+        if kind not in ("sid", "pyenv", "debian"):
+            continue
+        rc, out = ctx.sh("pyperf-run check -- %s 2>&1" % shlex.quote(command))
+        if "with frame pointers" in out:
+            return command
+    return None
+
+
+def c_by_hand_dwarf(ctx, cmd):
+    """perf record (DWARF) / perf inject / perf report, by hand, in order."""
+    need_perf()
+    filled = ctx.fill(cmd)
+    if filled.startswith("pyperf-run perf record"):
+        rc, out = ctx.sh(filled)
+        expect(rc, out, 0, [r"^checksum "])
+        return "recorded perf.data"
+    rc, out = ctx.sh(filled + (" --stdio --children --sort sym -g none --no-inline </dev/null"
+                               if filled.startswith("perf report") else ""))
+    expect(rc, out, 0)
+    if filled.startswith("perf inject"):
+        return "perf.jit.data written"
+    # The jitted-*.so of this recording were made in /tmp (the default
+    # directory); the names are in the report.
+    names = app_names_in(out)
+    for p in glob.glob("/tmp/jitted-*.so") + glob.glob("/tmp/jit-*.dump") + \
+            glob.glob("/tmp/perf-*.map"):
+        try:
+            if os.path.getmtime(p) >= ctx.start and os.stat(p).st_uid == os.geteuid():
+                os.unlink(p)
+        except OSError:
+            pass
+    return ", ".join(names)
+
+
+def c_hotspot(ctx, cmd):
+    if not shutil.which("hotspot"):
+        raise Skip("hotspot is not installed (a desktop program: tests/wrapper checks its parser)")
+    raise Skip("hotspot opens a window: tests/wrapper runs its parser on a recording")
+
+
+def c_cleanup(ctx, cmd):
+    d = os.path.join(ctx.work, "files")
+    os.mkdir(d)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    old = time.time() - 2 * 86400
+    for name in ("perf-%d.map" % dead.pid, "jit-%d.dump" % dead.pid, "perf-%d.map" % os.getpid()):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("x")
+        os.utime(os.path.join(d, name), (old, old))
+    rc, out = ctx.sh(ctx.fill(cmd), {"PYPERFINJECT_DIR": d})
+    expect(rc, out, 0)
+    left = sorted(os.listdir(d))
+    if left != ["perf-%d.map" % os.getpid()]:
+        raise Fail("left %s (want only the running pid's file)" % left)
+    return "removed the exited pid's files, kept the running one's"
+
+
+def c_install(ctx, cmd):
+    filled = ctx.fill(cmd)
+    rc, out = ctx.sh(filled, cwd=ROOT)
+    expect(rc, out, 0)
+    if "uninstall" in filled:
+        left = [p for p in ("/usr/local/lib/libpyperfinject.so", "/usr/local/bin/pyperf-run")
+                if os.path.exists(p)]
+        if left:
+            raise Fail("uninstall left %s" % left)
+        return "removed again"
+    if "DESTDIR=" in filled:
+        stage = re.search(r"DESTDIR=(\S+)", filled).group(1)
+        prefix = re.search(r"PREFIX=(\S+)", filled).group(1)
+        want = [stage + prefix + "/bin/pyperf-run", stage + prefix + "/lib/libpyperfinject.so"]
+        missing = [p for p in want if not os.path.exists(p)]
+        shutil.rmtree(stage, ignore_errors=True)
+        if missing:
+            raise Fail("not staged: %s" % missing)
+        return "staged under " + stage
+    if not os.path.exists("/usr/local/bin/pyperf-run"):
+        raise Fail("/usr/local/bin/pyperf-run is not installed")
+    return "installed in /usr/local"
+
+
+def c_aarch64(ctx, cmd):
+    if cmd.startswith("make aarch64-check"):
+        raise Skip("the whole arm64 suite takes many minutes under qemu; make check runs its "
+                   "smoke subset (tests/aarch64 --smoke), which `make aarch64-smoke` runs")
+    rc, out = ctx.sh(cmd, cwd=ROOT, timeout=900)
+    expect(rc, out, 0)
+    return out.strip().splitlines()[-1][:120] if out.strip() else "built"
+
+
+def c_container(ctx, cmd):
+    if not shutil.which("docker") or subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL,
+                                                     stderr=subprocess.DEVNULL).returncode:
+        raise Skip("no container engine runs on this machine (docker has no daemon)")
+    raise Fail("a container engine is present: this check must run the command")
+
+
+def c_mkdir(ctx, cmd):
+    rc, out = ctx.sh(cmd)
+    expect(rc, out, 0)
+    return "made"
+
+
+def c_host_step(ctx, cmd):
+    """The container doc's host step, without a container: a preloaded
+    Python writes its files into profile/ while perf records the system.
+    Reports of profile/ before that step read the container recording."""
+    need_perf()
+    filled = ctx.fill(cmd)
+    recorded = os.path.exists(os.path.join(ctx.work, "profile", "perf.data"))
+    if filled.startswith("pyperf-run report profile") and not recorded:
+        raise Skip("it reads the recording of the container step above, which cannot run here")
+    if filled.startswith("pyperf-run report profile --flamegraph"):
+        return c_flamegraph(ctx, cmd)
+    if filled.startswith("perf record"):
+        os.makedirs(os.path.join(ctx.work, "profile"), exist_ok=True)
+        filled = filled.replace("sleep 30", "sleep 3")
+        app = subprocess.Popen(
+            ["bash", "-c", "sleep 0.5; LD_PRELOAD=%s PYPERFINJECT_DIR=%s python app.py" %
+             (shlex.quote(LIB), shlex.quote(os.path.join(ctx.work, "profile")))],
+            cwd=ctx.work, env=ctx.env(), stdout=subprocess.DEVNULL)
+        rc, out = ctx.sh(filled)
+        app.wait()
+        expect(rc, out, 0)
+        return "3 s of the whole system (the text's 30 s, shortened), app.py inside"
+    rc, out = ctx.sh(filled + (" -- --stdio --children --sort sym -g none --no-inline </dev/null"
+                               if re.match(r"pyperf-run report profile$", filled) else ""))
+    expect(rc, out, 0)
+    if "import" in filled:
+        if not os.path.exists(os.path.join(ctx.work, "profile", "perf.jit.data")):
+            raise Fail("profile/perf.jit.data was not written")
+        return "profile/perf.jit.data written"
+    return ", ".join(app_names_in(out))
+
+
+CHECKS = [
+    # (regular expression a documented command matches in full, check)
+    (r"make demo", c_make_demo),
+    (r"make check", c_make_check),
+    (r"LD_PRELOAD=/path/to/libpyperfinject\.so python app\.py", c_preload),
+    (r"pyperf-run record -- python app\.py", c_readme_record),
+    (r"pyperf-run report (pyperf-DATE-TIME|DIR)( -- .*)?", c_report),
+    (r"pyperf-run report (pyperf-DATE-TIME|DIR) --flamegraph \S+", c_flamegraph),
+    (r"perf script -i DIR/perf\.jit\.data > app\.perf", c_perf_script),
+    (r"pyperf-run check -- python3", c_check),
+    (r"pyperf-run -- python app\.py", c_exec_only),
+    (r"pyperf-run samply record python app\.py", c_samply),
+    (r"pyperf-run perf record -g -- python app\.py", c_perf_record_g),
+    (r"pyperf-run perf record .*--call-graph dwarf,65528 .* -o perf\.data -- python app\.py",
+     c_by_hand_dwarf),
+    (r"perf inject --jit -i perf\.data -o perf\.jit\.data", c_by_hand_dwarf),
+    (r"perf report -i perf\.jit\.data", c_by_hand_dwarf),
+    (r"hotspot DIR/perf\.jit\.data", c_hotspot),
+    (r"find \"\$\{PYPERFINJECT_DIR:-/tmp\}\" .*", c_cleanup),
+    (r"make && sudo make install|make install DESTDIR=\S+ PREFIX=\S+|sudo make uninstall",
+     c_install),
+    (r"make aarch64-(check|smoke|unit-tests)", c_aarch64),
+    (r"mkdir -p profile", c_mkdir),
+    (r"sudo pyperf-run record -a -o profile -- docker run .*", c_container),
+    (r"sudo perf record .* -a -o profile/perf\.data -- sleep 30", c_host_step),
+    (r"sudo pyperf-run (import|report) profile( --flamegraph profile/flame\.html)?", c_host_step),
+]
+
+
+def check_for(command):
+    for pattern, fn in CHECKS:
+        if re.fullmatch(pattern, command):
+            return pattern, fn
+    return None, None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    commands = documented_commands()
+    if args.list:
+        for doc, line, command in commands:
+            print("%s:%d: %s" % (doc, line, command))
+        return 0
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+
+    def report(status, where, command, note):
+        counts[status] += 1
+        print("%-4s %-26s %s  [%s]" % (status, where, command[:90], note.replace("\n", " ")[:300]),
+              flush=True)
+    ctx = Ctx()
+    used = set()
+    try:
+        for doc, line, command in commands:
+            where = "%s:%d" % (doc, line)
+            pattern, fn = check_for(command)
+            if fn is None:
+                report("FAIL", where, command, "a documented command without a check "
+                       "(tests/docs/run.py CHECKS)")
+                continue
+            used.add(pattern)
+            if args.only and args.only not in command:
+                continue
+            t0 = time.time()
+            try:
+                note = fn(ctx, command)
+                status = "PASS"
+            except Skip as e:
+                status, note = "SKIP", str(e)
+            except Fail as e:
+                status, note = "FAIL", str(e)
+            except subprocess.TimeoutExpired as e:
+                status, note = "FAIL", "timed out: %s" % e
+            report(status, where, command, "%s; %.1f s" % (note, time.time() - t0))
+        for pattern, fn in CHECKS:
+            if pattern not in used:
+                report("FAIL", "tests/docs/run.py", pattern, "a check for a command no document "
+                       "shows any more")
+    finally:
+        shutil.rmtree(ctx.work, ignore_errors=True)
+    print("docs: %d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"],
+                                                      counts["SKIP"]))
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
