@@ -1282,49 +1282,6 @@ def t_gevent_spawn(ctx, interp, work):
     return "10 children at verbose 0-2: %s" % plain.stdout.decode().strip()
 
 
-def t_cleanup_command(ctx, interp, work):
-    """The clean-up command docs/usage.md shows ("Files left behind"), taken
-    from the file and run as shown: it removes the files of exited
-    processes untouched for a day, and keeps those of a running pid, recent
-    ones and other names."""
-    with open(os.path.join(ROOT, "docs", "usage.md")) as f:
-        text = f.read()
-    m = re.search(r"Removing the files of processes.*?```sh\n(.*?)```", text, re.S)
-    if not m:
-        raise Fail("docs/usage.md has no clean-up command after 'Removing the files of processes'")
-    command = m.group(1)
-    d = os.path.join(work, "files")
-    os.mkdir(d)
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    alive = subprocess.Popen(["sleep", "30"])
-    try:
-        old = time.time() - 2 * 86400
-        names = {"perf-%d.map" % dead.pid: False, "jit-%d.dump" % dead.pid: False,
-                 "perf-%d.map" % alive.pid: True, "jit-%d.dump" % alive.pid: True,
-                 "other-%d.txt" % dead.pid: True}
-        for name in names:
-            with open(os.path.join(d, name), "w") as f:
-                f.write("x")
-            os.utime(os.path.join(d, name), (old, old))
-        recent = "perf-%d.map" % (dead.pid + 1 if dead.pid + 1 != alive.pid else dead.pid + 2)
-        with open(os.path.join(d, recent), "w") as f:
-            f.write("x")
-        names[recent] = True
-        r = subprocess.run(["sh", "-c", command], env=dict(os.environ, PYPERFINJECT_DIR=d),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    finally:
-        alive.kill()
-        alive.wait()
-    if r.returncode != 0:
-        raise Fail("exit status %d: %r" % (r.returncode, r.stderr[-200:]))
-    wrong = [n for n, keep in names.items() if os.path.exists(os.path.join(d, n)) != keep]
-    if wrong:
-        raise Fail("wrongly %s" % ", ".join(("kept " if not names[n] else "removed ") + n
-                                            for n in wrong))
-    return "removed the dead pid's two files, kept the running pid's, the recent and the other"
-
-
 def t_deep_stack(ctx, interp, work):
     """Recursion with the limit at 10**6 until RecursionError, on the main
     thread (8 MiB and `ulimit -s 1024`), a default thread and a 256 KiB
@@ -1492,7 +1449,6 @@ TESTS = [
     ("proc/fork-close-fds-stderr", t_fork_stderr, EVERY),
     ("proc/twisted-test-process", t_twisted_process, ("debian",)),
     ("proc/gevent-subprocess", t_gevent_spawn, ("debian",)),
-    ("docs/cleanup-command", t_cleanup_command, ("debian",)),
 ]
 
 # Tests that a preloaded sanitizer runtime (--preload-prefix) keeps from
