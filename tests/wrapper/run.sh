@@ -153,6 +153,8 @@ test_cli_usage() {
     expect_out 'which recording'
     expect_rc 125 "$W" report "$T/nothing-here"
     expect_out 'holds no recording'
+    expect_rc 125 "$W" hotspot
+    expect_out 'which recording'
 }
 
 test_library_discovery() {
