@@ -17,6 +17,10 @@
 #   pyperf-run report DIR [--flamegraph FILE] [-- PERF-REPORT-ARGS...]
 #       perf report on DIR's injected data, or write a flame graph
 #       (FILE.html: perf's flamegraph script; FILE.svg: inferno or FlameGraph).
+#   pyperf-run hotspot DIR [-- HOTSPOT-ARGS...]
+#       Open DIR's recording in hotspot with its Python names (hotspot reads
+#       them from perf-PID.map files in its TMPDIR: a private one, removed
+#       when hotspot exits).
 #   pyperf-run import [-i PERF.DATA] DIR
 #       Host side, after the fact: make a perf.data recorded on the host show
 #       the Python names of processes that ran in containers (other PID and
@@ -36,8 +40,8 @@
 # cannot be run / is not found.
 # Environment: PYPERFINJECT_LIB (the library to preload), PERF (the perf
 # binary), PYPERF_RUN_FLAMEGRAPH_TEMPLATE (d3-flame-graph HTML template),
-# FLAMEGRAPH_DIR (FlameGraph scripts); the library's PYPERFINJECT_* settings
-# pass through unchanged.
+# FLAMEGRAPH_DIR (FlameGraph scripts), HOTSPOT (the hotspot binary); the
+# library's PYPERFINJECT_* settings pass through unchanged.
 set -euo pipefail
 
 readonly PROG=pyperf-run
@@ -73,7 +77,7 @@ die() {
     for line in "$@"; do printf '  %s\n' "$line" >&2; done
     exit 125
 }
-usage() { sed -n '2,36s/^# \{0,1\}//p' "$(script_path)"; }
+usage() { sed -n '2,/^set -euo/s/^# \{0,1\}//p' "$(script_path)"; }
 usage_error() {
     printf '%s: %s\n' "$PROG" "$*" >&2
     printf "Try '%s --help'.\n" "$PROG" >&2
@@ -524,7 +528,7 @@ report_written() {
         echo "next:"
         echo "  pyperf-run report $(printf '%q' "$out")"
         echo "  pyperf-run report $(printf '%q' "$out") --flamegraph $(printf '%q' "$out/flamegraph.html")"
-        echo "  hotspot $(printf '%q' "$out/perf.jit.data")"
+        echo "  pyperf-run hotspot $(printf '%q' "$out")"
     } >&2
 }
 
@@ -601,6 +605,74 @@ cmd_report() {
     fi
     # The arguments after -- come last: a --max-stack there wins.
     exec "$PERF" report -i "$data" --max-stack "$REPORT_MAX_STACK" "${extra[@]}"
+}
+
+# ------------------------------------------------------------ hotspot mode
+# hotspot's parser (hotspot-perfparser; hotspot 1.3.0 in Debian 12) finds no
+# symbol in perf inject's jitted-*.so files: it names Python frames only from
+# perf-PID.map files, which it looks for in Qt's temporary directory ($TMPDIR,
+# else /tmp). With the maps it names them in perf.data (the trampolines are
+# an anonymous mapping there) in both call-graph modes, in perf.jit.data in
+# DWARF recordings only. So: perf.data, and TMPDIR set to a private directory
+# of links to the recording's maps for hotspot and the parser it starts,
+# removed when hotspot exits (hotspot runs the parser again when a file is
+# reopened). Nothing is written to /tmp.
+cmd_hotspot() {
+    local dir="" data=""
+    local -a extra=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --) shift; extra=("$@"); break ;;
+        -*) usage_error "hotspot: unknown option '$1' (hotspot's options go after --)" ;;
+        *)
+            [ -z "$dir" ] || usage_error "hotspot: one DIR only"
+            dir=$1
+            shift
+            ;;
+        esac
+    done
+    [ -n "$dir" ] || usage_error "hotspot: which recording? pyperf-run hotspot DIR"
+    if [ -f "$dir" ]; then
+        data=$(readlink -f -- "$dir")
+        dir=$(dirname -- "$data")
+    elif [ -d "$dir" ]; then
+        dir=$(abs_dir "$dir")
+        if [ -f "$dir/perf.data" ]; then
+            data=$dir/perf.data
+        elif [ -f "$dir/perf.jit.data" ]; then
+            data=$dir/perf.jit.data
+        fi
+    fi
+    [ -n "$data" ] || die "$dir holds no recording (no perf.data or perf.jit.data)"
+    case "$data" in
+    */perf.jit.data) warn "hotspot names the Python frames of perf.jit.data in DWARF recordings only (perf.data: in frame-pointer ones too)" ;;
+    esac
+    local hs=${HOTSPOT:-hotspot}
+    command -v -- "$hs" >/dev/null 2>&1 ||
+        die "hotspot is not installed ($hs not found)" \
+            "Debian 12+, Ubuntu: apt-get install hotspot; elsewhere: the AppImage from https://github.com/KDAB/hotspot/releases (or set HOTSPOT=/path/to/hotspot)"
+    local tmp m pid n=0
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run-hotspot.XXXXXX") ||
+        die "cannot create a temporary directory in ${TMPDIR:-/tmp}"
+    # shellcheck disable=SC2064 # expand now: tmp is local
+    trap "rm -rf -- '$tmp'" EXIT
+    # The recording's pids; a host-pids/ map (pyperf-run import: the host's
+    # pid of a process from another PID namespace) wins over a name in DIR.
+    for m in "$dir"/perf-*.map "$dir"/host-pids/perf-*.map; do
+        { [ -f "$m" ] && [ ! -L "$m" ]; } || continue
+        pid=${m##*/perf-}
+        pid=${pid%.map}
+        [[ $pid =~ ^[0-9]+$ ]] || continue
+        ln -sfn -- "$m" "$tmp/perf-$pid.map" || die "cannot link $m into $tmp"
+        n=$((n + 1))
+    done
+    if [ "$n" -eq 0 ]; then
+        warn "$dir has no perf-PID.map: hotspot will show no Python names"
+    fi
+    note "hotspot $data (Python names from $n perf-PID.map file(s), through TMPDIR=$tmp until hotspot exits)"
+    local rc=0
+    TMPDIR=$tmp "$hs" "${extra[@]}" "$data" || rc=$?
+    exit "$rc"
 }
 
 # --------------------------------------------------------------- flame graphs
@@ -1361,6 +1433,7 @@ main() {
     --pid) shift; cmd_pid "$@" ;;
     record) shift; cmd_record "$@" ;;
     report) shift; cmd_report "$@" ;;
+    hotspot) shift; cmd_hotspot "$@" ;;
     import) shift; cmd_import "$@" ;;
     check) shift; cmd_check "$@" ;;
     *) cmd_exec "$@" ;;

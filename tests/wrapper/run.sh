@@ -11,10 +11,11 @@
 #   PYPERF_RUN_UNDER_TEST=FILE tests another copy of pyperf-run.sh
 #
 # As root it first installs what is missing (Debian: chromium, linux-perf,
-# ShellCheck, pkgconf, groff-base; npm: the d3-flame-graph template into
-# $PYPERFINJECT_CACHE/npm). Artifacts (recordings, flame graphs, screenshots,
-# logs) go to build/wrapper-test/. A test that needs something absent is a
-# SKIP with the reason; a failed test keeps its files in build/wrapper-test/tmp.*.
+# ShellCheck, pkgconf, groff-base, hotspot, xvfb, xauth, xdotool, x11-utils,
+# imagemagick; npm: the d3-flame-graph template into $PYPERFINJECT_CACHE/npm).
+# Artifacts (recordings, flame graphs, screenshots, logs) go to
+# build/wrapper-test/. A test that needs something absent is a SKIP with the
+# reason; a failed test keeps its files in build/wrapper-test/tmp.*.
 # The last line is "wrapper: N passed, N failed, N skipped".
 set -euo pipefail
 
@@ -152,6 +153,8 @@ test_cli_usage() {
     expect_out 'which recording'
     expect_rc 125 "$W" report "$T/nothing-here"
     expect_out 'holds no recording'
+    expect_rc 125 "$W" hotspot
+    expect_out 'which recording'
 }
 
 test_library_discovery() {
@@ -410,6 +413,113 @@ test_flamegraph_svg() {
     expect_out "flame graph: .*flamegraph.svg \\(($tool)"
     has chromium || skip_test "chromium is not installed to render the SVG"
     render_and_check "$ART/flamegraph.svg" "$ART/flamegraph-svg.png"
+}
+
+# ------------------------------------------------------------------ hotspot
+# The parser hotspot runs (hotspot-perfparser), if hotspot is installed.
+hotspot_parser() {
+    local p=""
+    has hotspot || return 1
+    if has dpkg; then p=$(dpkg -L hotspot 2>/dev/null | grep -m 1 '/hotspot-perfparser$' || true); fi
+    [ -n "$p" ] || p=$(command -v hotspot-perfparser || true)
+    [ -n "$p" ] && [ -x "$p" ] && echo "$p"
+}
+
+# Lines of the parser's stderr not worth showing.
+parser_noise() { grep -v -E '^(Unknown register|No DWARF|feature not|unhandled event|Linux version|kf\.|qt\.|QStandardPaths)' || true; }
+
+# hotspot_run DIR OUT: `pyperf-run hotspot DIR` with a stand-in for hotspot
+# that runs hotspot's parser as hotspot 1.3.0 does (on its last argument,
+# --max-frames 1024) in the environment pyperf-run gives it. OUT: the
+# parser's output; OUT.tmpdir: the TMPDIR it got; OUT.maps: the maps there.
+hotspot_run() {
+    local pid tmp
+    cat >"$T/hotspot" <<EOF
+#!/bin/sh
+for last; do :; done
+echo "\$TMPDIR" >'$2.tmpdir'
+find "\$TMPDIR" -maxdepth 1 -name 'perf-*.map' -printf '%f -> %l\n' >'$2.maps'
+exec '$PARSER' --input "\$last" --max-frames 1024 --output '$2'
+EOF
+    chmod 755 "$T/hotspot"
+    HOTSPOT="$T/hotspot" expect_rc 0 "$W" hotspot "$1"
+    parser_noise <"$T/out.txt"
+    tmp=$(cat "$2.tmpdir")
+    echo "TMPDIR for hotspot: $tmp; maps: $(tr '\n' ' ' <"$2.maps")"
+    case "$tmp" in "" | /tmp | /tmp/) die_test "hotspot got no private TMPDIR ($tmp)" ;; esac
+    [ ! -e "$tmp" ] || die_test "$tmp is still there after hotspot exited"
+    pid=$(rec_pid "$1")
+    grep -qxF "perf-$pid.map -> $1/perf-$pid.map" "$2.maps" ||
+        die_test "the recording's map was not in hotspot's TMPDIR"
+    [ ! -e "/tmp/perf-$pid.map" ] || die_test "/tmp/perf-$pid.map was written"
+}
+
+# hotspot_foo_under_bar OUT: the parser's output OUT names the program's
+# functions, and has samples with py::foo called from py::bar called from
+# the module.
+hotspot_foo_under_bar() {
+    local n
+    echo "py:: names in the parser's output: $(grep -ac 'py::' "$1" || true)"
+    grep -aq "py::foo:$APP" "$1" || die_test "the parser's output has no py::foo:$APP"
+    "$PYTHON_HELPER" "$HERE/hotspot_frames.py" "$1" >"$1.chains" || die_test "cannot read the parser's output"
+    n=$(grep -cE '\|py::foo:[^|]*app\.py\|.*\|py::bar:[^|]*app\.py\|.*\|py::<module>:[^|]*app\.py' "$1.chains" || true)
+    echo "samples with <module> -> bar -> foo: $n of $(grep -c 'py::foo:' "$1.chains" || true) with py::foo"
+    [ "$n" -gt 0 ] || die_test "hotspot's parser shows no sample with <module> -> bar -> foo"
+}
+
+# pyperf-run hotspot: the parser hotspot starts names the Python functions,
+# with whole chains, in a DWARF recording and (given an interpreter with
+# frame pointers) a frame-pointer one; the private TMPDIR is gone after.
+test_hotspot_parser() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    PARSER=$(hotspot_parser) || skip_test "hotspot is not installed (apt-get install hotspot)"
+    echo "parser: $PARSER"
+    expect_rc 0 "$W" record -o "$T/rec" -- "$(default_python)" "$APP" 1000000
+    expect_out "^  pyperf-run hotspot $T/rec\$"
+    # What hotspot made of record's former hint, hotspot DIR/perf.jit.data.
+    mkdir "$T/empty"
+    TMPDIR="$T/empty" "$PARSER" --input "$T/rec/perf.jit.data" --max-frames 1024 --output "$T/jit.out" 2>/dev/null ||
+        die_test "the parser failed on perf.jit.data"
+    echo "perf.jit.data without the maps: $(grep -ac 'py::' "$T/jit.out" || true) py:: names"
+    hotspot_run "$T/rec" "$T/dwarf.out"
+    hotspot_foo_under_bar "$T/dwarf.out"
+    expect_rc 125 "$W" hotspot "$T/empty"
+    expect_out 'holds no recording'
+    HOTSPOT=/nonexistent/hotspot expect_rc 125 "$W" hotspot "$T/rec"
+    expect_out 'hotspot is not installed'
+    # Frame pointers: an interpreter built with them, if there is one.
+    local label cmd kind py=""
+    if [ -f "$ROOT/build/interpreters.txt" ]; then
+        while IFS=$'\t' read -r label cmd kind; do
+            case "$kind" in pyenv | debian | sid) ;; *) continue ;; esac
+            if "$W" check -- "$cmd" 2>/dev/null | grep -q 'with frame pointers'; then py=$cmd; break; fi
+        done <"$ROOT/build/interpreters.txt"
+    fi
+    if [ -z "$py" ]; then
+        echo "no CPython with frame pointers in build/interpreters.txt: no frame-pointer recording checked"
+        return 0
+    fi
+    echo "frame-pointer interpreter: $label ($py)"
+    expect_rc 0 "$W" record -o "$T/fp" --mode fp -- "$py" "$APP" 1000000
+    hotspot_run "$T/fp" "$T/fp.out"
+    hotspot_foo_under_bar "$T/fp.out"
+}
+
+# hotspot itself in a virtual X server: its parser gets the maps, it draws
+# the flame graph (screenshot: build/wrapper-test/hotspot-flamegraph.png),
+# and the private TMPDIR is gone once it is closed.
+test_hotspot_gui() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    hotspot_parser >/dev/null || skip_test "hotspot is not installed (apt-get install hotspot)"
+    local t
+    for t in xvfb-run xauth xdotool xwininfo import identify; do
+        has "$t" || skip_test "$t is not installed (apt-get install xvfb xauth xdotool x11-utils imagemagick)"
+    done
+    expect_rc 0 "$W" record -o "$T/rec" -- "$(default_python)" "$APP" 1000000
+    timeout 150 xvfb-run -a -s '-screen 0 1600x1000x24' \
+        bash "$HERE/hotspot_screenshot.sh" "$W" "$T/rec" "$ART/hotspot-flamegraph.png" >"$T/shot.txt" 2>&1 ||
+        { parser_noise <"$T/shot.txt"; die_test "hotspot under Xvfb failed"; }
+    parser_noise <"$T/shot.txt"
 }
 
 # The "container" gets a private tmpfs on /tmp, which hides anything the host
@@ -786,7 +896,8 @@ pkg_missing() {
 provision() {
     local -a missing=()
     if has dpkg-query; then
-        mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux)
+        mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux \
+            hotspot xvfb xauth xdotool x11-utils imagemagick)
     fi
     if [ "${#missing[@]}" -gt 0 ]; then
         if [ "$(id -u)" -eq 0 ]; then
@@ -849,6 +960,8 @@ run_test perf_errors
 run_test record_default_python3
 run_test record_pyenv_3_8
 run_test flamegraph_svg
+run_test hotspot_parser
+run_test hotspot_gui
 run_test namespace_host_step
 run_test namespace_record
 run_test chains_whole_100
