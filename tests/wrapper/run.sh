@@ -128,7 +128,7 @@ test_browser_check_negative() {
 <rect width="400" height="20" fill="green"></rect></g></svg>
 <script>var data = {"n": "py::foo", "c": [{"n": "py::bar"}]};</script></body></html>
 EOF
-    BROWSER_CHECK_TIMEOUT=4 expect_rc 1 "$PYTHON_HELPER" "$HERE/browser_check.py" "$T/page.html" "$T/page.png" py::foo
+    BROWSER_CHECK_TIMEOUT=15 expect_rc 1 "$PYTHON_HELPER" "$HERE/browser_check.py" "$T/page.html" "$T/page.png" py::foo
     expect_out 'not drawn: py::foo'
 }
 
