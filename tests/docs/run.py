@@ -223,6 +223,23 @@ def c_make_check(ctx, cmd):
     raise Skip("this test is a stage of `make check`: it cannot run the suite it is part of")
 
 
+def take_tmp_map(ctx, before):
+    """The /tmp/perf-PID.map naming app.py that appeared since `before`;
+    removes it and its jitdump (ours, in the shared default directory)."""
+    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
+            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
+    if not made:
+        raise Fail("no /tmp/perf-PID.map names app.py")
+    with open(made[0], errors="replace") as f:
+        text = f.read()
+    for p in made:
+        os.unlink(p)
+        dump = p.replace("/perf-", "/jit-").replace(".map", ".dump")
+        if os.path.exists(dump):
+            os.unlink(dump)
+    return made[0], text
+
+
 def c_preload(ctx, cmd):
     """LD_PRELOAD=... python app.py: the program's output as without, and
     the names in /tmp/perf-PID.map (the default directory)."""
@@ -230,17 +247,8 @@ def c_preload(ctx, cmd):
     rc, out = ctx.sh(ctx.fill(cmd))
     rc0, out0 = ctx.sh("python app.py")
     expect(rc, out, 0, [re.escape(out0.strip())] if out0.strip() else [])
-    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
-            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
-    if not made:
-        raise Fail("no /tmp/perf-PID.map names app.py")
-    names = app_names_in(open(made[0], errors="replace").read(), 4)
-    for p in made:
-        os.unlink(p)
-        dump = "/tmp/jit-%s.dump" % p[len("/tmp/perf-"):-len(".map")]
-        if os.path.exists(dump):
-            os.unlink(dump)
-    return "output unchanged; %s named in %s" % (", ".join(names), made[0])
+    path, text = take_tmp_map(ctx, before)
+    return "output unchanged; %s named in %s" % (", ".join(app_names_in(text, 4)), path)
 
 
 def c_readme_record(ctx, cmd):
@@ -308,16 +316,8 @@ def c_exec_only(ctx, cmd):
     before = set(glob.glob("/tmp/perf-*.map"))
     rc, out = ctx.sh(ctx.fill(cmd))
     expect(rc, out, 0, [r"^checksum "])
-    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
-            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
-    if not made:
-        raise Fail("no /tmp/perf-PID.map names app.py")
-    for p in made:
-        os.unlink(p)
-        dump = p.replace("/perf-", "/jit-").replace(".map", ".dump")
-        if os.path.exists(dump):
-            os.unlink(dump)
-    return "the program ran; its names in " + made[0]
+    path, _ = take_tmp_map(ctx, before)
+    return "the program ran; its names in " + path
 
 
 def c_samply(ctx, cmd):
