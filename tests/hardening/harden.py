@@ -1468,6 +1468,10 @@ SANITIZER_LIMITS = {
         "asan", "a setgid python run by nobody cannot read its own /proc/self/environ, where "
         "the runtime reads ASAN_OPTIONS: LeakSanitizer then runs at exit and fails (it cannot "
         "ptrace a non-dumpable process)"),
+    "proc/gevent-subprocess": (
+        "asan", "greenlet switches stacks by copying raw stack slices, which reads the redzones "
+        "of instrumented frames: the runtime reports that (greenlet is not ASan-aware), and the "
+        "llvm-symbolizer it starts for the report outlives the program holding its output pipe"),
 }
 
 
