@@ -66,6 +66,8 @@ readonly D3_TEMPLATE_NAME=d3-flamegraph-base.html
 readonly D3_TEMPLATE_PKG=d3-flame-graph@4.1.3
 
 PERF=${PERF:-perf}
+# perf's global options: the build-id cache of the recording being written.
+PERF_CACHE=()
 
 # ------------------------------------------------------------------ helpers
 note() { printf '%s: %s\n' "$PROG" "$*" >&2; }
@@ -126,6 +128,11 @@ find_lib() {
     local name=libpyperfinject.so dir cand
     if [ -n "${PYPERFINJECT_LIB:-}" ]; then
         [ -f "$PYPERFINJECT_LIB" ] || die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not a file"
+        # ld.so would refuse it in every process, with a message each time.
+        [ "$(head -c 4 -- "$PYPERFINJECT_LIB" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] ||
+            die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not a shared library (no ELF header)"
+        grep -q pyperfinject_version -- "$PYPERFINJECT_LIB" 2>/dev/null ||
+            die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not libpyperfinject (it exports no pyperfinject_version)"
         LIB_SOURCE="PYPERFINJECT_LIB"
         readlink -f -- "$PYPERFINJECT_LIB"
         return
@@ -150,13 +157,12 @@ find_lib() {
         "build it (make, in the source tree), install it (make install), or set PYPERFINJECT_LIB=/path/to/libpyperfinject.so"
 }
 
-# Prints the path of pyperf-run-flamegraph.py: next to this script (source
-# tree), or ../lib/pyperfinject next to it or in the libdir it was installed
-# for.
-find_flamegraph_helper() {
-    local dir cand name=pyperf-run-flamegraph.py
+# Prints the path of pyperf-run's helper program NAME (pyperf-run-helpers/
+# in the source tree; installed in LIBDIR/pyperfinject/), or dies.
+find_helper() {
+    local dir cand name=$1
     dir=$(script_dir)
-    local -a cands=("$dir/$name" "$dir/../lib/pyperfinject/$name")
+    local -a cands=("$dir/pyperf-run-helpers/$name" "$dir/../lib/pyperfinject/$name")
     [[ $CONFIGURED_LIBDIR == @* ]] || cands+=("$CONFIGURED_LIBDIR/pyperfinject/$name")
     for cand in "${cands[@]}"; do
         if [ -f "$cand" ]; then
@@ -164,7 +170,7 @@ find_flamegraph_helper() {
             return 0
         fi
     done
-    return 1
+    die "pyperf-run's helper $name is missing (looked in: ${cands[*]}); reinstall (make install)"
 }
 
 # LD_PRELOAD with the library appended (kept once).
@@ -249,26 +255,6 @@ is_python_name() {
     [[ $b =~ ^(python|pypy)[0-9.]*([-_.a-z0-9]*)$ ]] && [[ $b != *-config ]]
 }
 
-readonly PROBE_CODE='
-import sys, platform
-fp = "no"
-ft = "no"
-try:
-    import sysconfig
-    flags = " ".join(str(sysconfig.get_config_var(k) or "") for k in
-                     ("CONFIGURE_CFLAGS", "CFLAGS", "PY_CFLAGS", "PY_CFLAGS_NODIST", "OPT"))
-    last_on = flags.rfind("-fno-omit-frame-pointer")
-    last_off = flags.rfind("-fomit-frame-pointer")
-    if last_on >= 0 and last_on > last_off:
-        fp = "yes"
-    if sysconfig.get_config_var("Py_GIL_DISABLED"):
-        ft = "yes"
-except Exception:
-    pass
-sys.stdout.write("%s\t%d.%d\t%s\t%s\t%s\n" % (platform.python_implementation().lower(),
-                 sys.version_info[0], sys.version_info[1], fp, ft, sys.executable))
-'
-
 probe_python() {
     local path cand="" first line interp word
     PY_EXE="" PY_IMPL="" PY_VER="" PY_FP="" PY_FT="" PY_WHY=""
@@ -299,7 +285,7 @@ probe_python() {
         return 1
     fi
     local out
-    if ! out=$(env -u LD_PRELOAD timeout 60 "$cand" -E -s -S -c "$PROBE_CODE" 2>&1 </dev/null); then
+    if ! out=$(env -u LD_PRELOAD timeout 60 "$cand" -E -s -S "$(find_helper probe.py)" 2>&1 </dev/null); then
         PY_WHY="$cand did not answer as a Python interpreter: ${out:0:300}"
         return 1
     fi
@@ -376,11 +362,30 @@ cmd_exec() {
 
 # ------------------------------------------------------------ record mode
 cmd_record() {
-    local out="" freq=$DEFAULT_FREQ mode=auto event=cpu-clock sw=0 flame=""
+    local out="" freq=$DEFAULT_FREQ mode=auto event=cpu-clock sw=0 flame="" cache=""
+    local pid="" seconds=""
     local stack=$DWARF_STACK max_stack=$FP_MAX_STACK
+    local -a perf_extra=()
     while [ $# -gt 0 ]; do
         case "$1" in
-        --) shift; break ;;
+        --)
+            shift
+            # `-- PERF-OPTIONS -- COMMAND`: what follows the first -- and
+            # starts with a dash goes to perf record, up to the second --
+            # (or the end, with --pid). A COMMAND never starts with a dash.
+            if [ $# -gt 0 ] && [[ $1 == -* ]]; then
+                while [ $# -gt 0 ] && [ "$1" != -- ]; do
+                    perf_extra+=("$1")
+                    shift
+                done
+                if [ $# -gt 0 ]; then
+                    shift
+                elif [ -z "$pid" ]; then
+                    usage_error "record: perf options end with a second -- before the COMMAND (pyperf-run record -- ${perf_extra[*]} -- python app.py)"
+                fi
+            fi
+            break
+            ;;
         -o | --output) [ $# -ge 2 ] || usage_error "$1 needs a directory"; out=$2; shift 2 ;;
         -F | --freq) [ $# -ge 2 ] || usage_error "$1 needs a frequency"; freq=$2; shift 2 ;;
         --mode) [ $# -ge 2 ] || usage_error "--mode needs auto, fp or dwarf"; mode=$2; shift 2 ;;
@@ -389,26 +394,61 @@ cmd_record() {
         --max-stack) [ $# -ge 2 ] || usage_error "--max-stack needs a number of frames"; max_stack=$2; shift 2 ;;
         -a | --all-cpus) sw=1; shift ;;
         --flamegraph) [ $# -ge 2 ] || usage_error "--flamegraph needs a file"; flame=$2; shift 2 ;;
-        -*) usage_error "record: unknown option '$1'" ;;
+        --buildid-dir) [ $# -ge 2 ] || usage_error "--buildid-dir needs a directory"; cache=$2; shift 2 ;;
+        -p | --pid) [ $# -ge 2 ] || usage_error "$1 needs a process id"; pid=$2; shift 2 ;;
+        --seconds) [ $# -ge 2 ] || usage_error "--seconds needs a number"; seconds=$2; shift 2 ;;
+        -*) usage_error "record: unknown option '$1' (perf's own options go after --: pyperf-run record -- $1 ... -- COMMAND)" ;;
         *) break ;;
         esac
     done
-    [ $# -gt 0 ] || usage_error "record: no COMMAND given (pyperf-run record [-o DIR] -- python app.py)"
+    if [ -n "$pid" ]; then
+        [ $# -eq 0 ] || usage_error "record: --pid records a running process; give no COMMAND (--seconds N to stop after N seconds)"
+    else
+        [ $# -gt 0 ] || usage_error "record: no COMMAND given (pyperf-run record [-o DIR] -- python app.py)"
+        [ -z "$seconds" ] || usage_error "record: --seconds goes with --pid (a COMMAND's recording ends when it exits)"
+    fi
     [[ $freq =~ ^[1-9][0-9]*$ ]] || usage_error "record: --freq must be a positive integer (Hz), not '$freq'"
     case "$mode" in auto | fp | dwarf) ;; *) usage_error "record: --mode must be auto, fp or dwarf" ;; esac
     { [[ $stack =~ ^[1-9][0-9]{0,4}$ ]] && [ "$stack" -le "$DWARF_STACK_MAX" ]; } ||
         usage_error "record: --stack-size must be a number of bytes from 8 to $DWARF_STACK_MAX (perf's limit), not '$stack'"
     { [[ $max_stack =~ ^[1-9][0-9]{0,3}$ ]] && [ "$max_stack" -le "$FP_MAX_STACK_LIMIT" ]; } ||
         usage_error "record: --max-stack must be a number of frames from 1 to $FP_MAX_STACK_LIMIT, not '$max_stack'"
+    [ -z "$seconds" ] || [[ $seconds =~ ^[1-9][0-9]*$ ]] ||
+        usage_error "record: --seconds must be a positive integer, not '$seconds'"
+    local o
+    for o in "${perf_extra[@]}"; do
+        case "$o" in
+        -o | --output | --output=* | -o?*) usage_error "record: give the output directory with pyperf-run's -o DIR, not perf's $o" ;;
+        -p | --pid | --pid=* | -t | --tid | --tid=*) usage_error "record: record a running process with pyperf-run's --pid PID, not perf's $o" ;;
+        esac
+    done
 
     local lib
     lib=$(find_lib)
     require_perf "$event" "$sw"
-    require_command "$1"
+    [ -z "$flame" ] || require_flamegraph_tool "$flame"
 
+    local launcher="" target_dir=""
+    if [ -n "$pid" ]; then
+        require_running_with_library "$pid"
+        target_dir=$PID_DIR
+        set -- "$PID_EXE"
+    else
+        require_command "$1"
+    fi
     local why
     if probe_python "$@"; then
         require_supported_python
+        [ -n "$pid" ] || preflight_library "$lib"
+        if [ -z "$pid" ] && launcher=$(launcher_of "$1"); then
+            # A pyenv shim is a bash script that runs `pyenv exec`: recorded
+            # as typed, its bash processes took a third of the samples. Run
+            # the interpreter it resolves to, as `pyenv exec` does (its
+            # directory first in PATH).
+            set -- "$PY_EXE" "${@:2}"
+            PATH="$(dirname -- "$PY_EXE"):$PATH"
+            export PATH
+        fi
         if [ "$mode" = auto ]; then
             if [ "$PY_FP" = yes ]; then
                 mode=fp
@@ -419,8 +459,13 @@ cmd_record() {
             fi
         else
             why="chosen with --mode; $PY_EXE is CPython $PY_VER"
+            if [ "$mode" = fp ] && [ "$PY_FP" != yes ]; then
+                warn "$PY_EXE (CPython $PY_VER) is built without frame pointers: with --mode fp perf's chains stop inside the interpreter and show almost no Python names; --mode dwarf (the default for it) shows them"
+                why="$why, built without frame pointers"
+            fi
         fi
     else
+        [ -z "$pid" ] || warn "process $pid: $PY_WHY; recording anyway"
         if [ "$mode" = auto ]; then
             mode=dwarf
             why="$PY_WHY; DWARF call graphs work with any interpreter"
@@ -436,8 +481,21 @@ cmd_record() {
     mkdir -p -- "$out" || die "cannot create the output directory $out"
     out=$(abs_dir "$out")
     case "$out" in *[[:cntrl:]]*) die "the output directory's path has control characters" ;; esac
+    # perf keeps a copy of every object it sees, each jitted-*.so included,
+    # in its build-id cache (~/.debug: 82 MB after a dozen recordings): this
+    # one stays in the recording unless --buildid-dir says otherwise.
+    [ -n "$cache" ] || cache="$out/.debug"
+    mkdir -p -- "$cache" || die "cannot create the build-id cache $cache"
+    PERF_CACHE=(--buildid-dir "$(abs_dir "$cache")")
 
-    local -a popts=(-F "$freq" -k CLOCK_MONOTONIC -e "$event" -o "$out/perf.data")
+    local -a popts=(-k CLOCK_MONOTONIC -e "$event" -o "$out/perf.data")
+    # perf refuses a frequency and a period together: a period (-c) or a
+    # frequency given to perf replaces -F.
+    local sampling=freq
+    for o in "${perf_extra[@]}"; do
+        case "$o" in -c | --count | --count=* | -c[0-9]* | -F | --freq | --freq=* | -F[0-9]*) sampling=perf ;; esac
+    done
+    [ "$sampling" = perf ] || popts+=(-F "$freq")
     local depth
     if [ "$mode" = fp ]; then
         popts+=(--call-graph fp)
@@ -449,12 +507,28 @@ cmd_record() {
         [ "$(id -u)" -ne 0 ] || popts+=(-m 8M)
     fi
     [ "$sw" -eq 0 ] || popts+=(-a)
+    [ -z "$pid" ] || popts+=(-p "$pid")
+    # Last, so that perf's own options given after -- win.
+    popts+=("${perf_extra[@]}")
 
     local shown
-    shown=$(printf '%q ' "$@")
-    shown=${shown% }
-    note "recording $shown"
-    note "call graphs: $mode ($why); event $event at $freq Hz; output $out"
+    if [ -n "$pid" ]; then
+        shown="process $pid ($PID_EXE)"
+    else
+        shown=$(printf '%q ' "$@")
+        shown=${shown% }
+    fi
+    note "recording $shown${launcher:+ (the interpreter $launcher runs)}"
+    local rate="at $freq Hz"
+    [ "$sampling" = freq ] || rate="sampled as perf's options say"
+    note "call graphs: $mode ($why); event $event $rate; output $out"
+    if [ -n "$pid" ]; then
+        if [ -n "$seconds" ]; then
+            note "for $seconds seconds (Ctrl-C stops sooner)"
+        else
+            note "until Ctrl-C"
+        fi
+    fi
     if [ "$mode" = fp ]; then
         raise_max_stack "$max_stack"
         depth="max-stack: $MAX_STACK_USED native frames (kernel.perf_event_max_stack)"
@@ -463,11 +537,13 @@ cmd_record() {
     fi
     {
         echo "command: $shown"
+        [ -z "$launcher" ] || echo "launcher: $launcher (resolved to $PY_EXE)"
         echo "date: $(date -Is)"
         echo "mode: $mode ($why)"
         echo "perf record ${popts[*]}"
         echo "$depth"
         echo "library: $lib"
+        echo "build-id cache: ${PERF_CACHE[1]}"
     } >"$out/pyperf-run.txt"
 
     # Ctrl-C stops the program and perf, and pyperf-run still finishes the
@@ -480,24 +556,113 @@ cmd_record() {
     # taken in libc after one frame (in about half of the runs).
     local interrupted=0 rc=0
     trap 'interrupted=1' INT
-    LD_PRELOAD="$(preload_value "$lib")" PYPERFINJECT_DIR="$out" \
-        "$PERF" record "${popts[@]}" -- "$@" || rc=$?
+    if [ -n "$pid" ]; then
+        # perf records the process until the timing command (sleep) ends, or
+        # until Ctrl-C.
+        local -a timer=()
+        [ -z "$seconds" ] || timer=(-- sleep "$seconds")
+        "$PERF" "${PERF_CACHE[@]}" record "${popts[@]}" "${timer[@]}" || rc=$?
+        [ "$interrupted" -eq 0 ] || rc=0
+    else
+        LD_PRELOAD="$(preload_value "$lib")" PYPERFINJECT_DIR="$out" \
+            "$PERF" "${PERF_CACHE[@]}" record "${popts[@]}" -- "$@" || rc=$?
+    fi
     trap - INT
     restore_max_stack
     echo "exit status: $rc" >>"$out/pyperf-run.txt"
     [ -s "$out/perf.data" ] || die "perf record wrote no data (exit status $rc)"
     [ "$interrupted" -eq 0 ] || note "interrupted; processing what was recorded"
+    [ -z "$pid" ] || copy_process_maps "$pid" "$target_dir" "$out"
 
-    fix_and_inject "$out" "$out/perf.data" "$out" || true
+    fix_and_inject "$out" "$out/perf.data" "$out" "$pid" || true
     local checked=$out/perf.jit.data
     [ -f "$checked" ] || checked=$out/perf.data
     check_chains "$out" "$checked" save
     report_written "$out" "$@"
     if [ -n "$flame" ]; then
-        make_flamegraph "$(data_of "$out")" "$flame"
+        # The program has run: a flame graph that fails costs a warning, not
+        # the program's exit status.
+        (make_flamegraph "$(data_of "$out")" "$flame") ||
+            warn "no flame graph (see above); the recording is in $out"
     fi
-    [ "$rc" -eq 0 ] || note "$1 exited with status $rc"
+    if [ -z "$pid" ]; then
+        [ "$rc" -eq 0 ] || note "$1 exited with status $rc"
+    elif [ "$rc" -ne 0 ]; then
+        note "perf record exited with status $rc"
+    fi
     exit "$rc"
+}
+
+# Starts the probed interpreter once with the library and the user's
+# PYPERFINJECT_* settings, and dies on what the library or the loader would
+# say in every process of the recording (a bad setting, an unloadable
+# library): a recording that cannot have Python names is not started.
+preflight_library() {
+    local lib=$1 tmp err line
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run.XXXXXX") || return 0
+    err=$(cd "$tmp" || exit 0
+        LD_PRELOAD="$(preload_value "$lib")" PYPERFINJECT_DIR="$tmp" \
+            timeout 60 "$PY_EXE" -I -c pass 2>&1 >/dev/null </dev/null || true)
+    rm -rf -- "$tmp"
+    while IFS= read -r line; do
+        case "$line" in
+        pyperfinject:*"profiling disabled"* | *ld.so:*LD_PRELOAD*)
+            die "the library would not profile $PY_EXE: ${line#pyperfinject: }" \
+                "(nothing was recorded; fix the setting and run again)" ;;
+        esac
+    done <<<"$err"
+}
+
+# Dies unless process PID runs with the library loaded. Sets PID_EXE (its
+# executable, as this mount namespace sees it) and PID_DIR (where it writes
+# its perf map and jitdump: its PYPERFINJECT_DIR, else /tmp).
+PID_EXE="" PID_DIR=""
+require_running_with_library() {
+    local pid=$1
+    [[ $pid =~ ^[1-9][0-9]*$ ]] || usage_error "record: --pid needs a process id, not '$pid'"
+    [ -d "/proc/$pid" ] || die "no process $pid"
+    { [ -r "/proc/$pid/maps" ] && [ -r "/proc/$pid/environ" ]; } ||
+        die "cannot read /proc/$pid/maps (process $pid belongs to another user; run as that user or root)"
+    grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null ||
+        die "process $pid does not run with libpyperfinject, so perf could not name its Python functions" \
+            "start it with: pyperf-run COMMAND (or LD_PRELOAD=$(find_lib) COMMAND)"
+    PID_EXE=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
+    PID_EXE=${PID_EXE% (deleted)}
+    [ -x "$PID_EXE" ] || PID_EXE="/proc/$pid/exe"
+    PID_DIR=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^PYPERFINJECT_DIR=//p' | tail -n 1)
+    [ -n "$PID_DIR" ] || PID_DIR=/tmp
+    # Its files are named by its pid in its own PID namespace.
+    local nspid
+    nspid=$(sed -n 's/^NStgid:.*[[:space:]]\([0-9][0-9]*\)$/\1/p' "/proc/$pid/status" 2>/dev/null || true)
+    if [ -n "$nspid" ] && [ "$nspid" != "$pid" ]; then
+        die "process $pid runs in another PID namespace (a container, pid $nspid there)" \
+            "record it from the host with perf record -k CLOCK_MONOTONIC, then: pyperf-run import (docs/containers.md)"
+    fi
+}
+
+# Copies the perf map of a process recorded with --pid into the recording
+# (hotspot and report read it from there; fix_and_inject copies its jitdump).
+copy_process_maps() {
+    local pid=$1 dir=$2 out=$3
+    local map="$dir/perf-$pid.map"
+    if [ -f "$map" ] && [ ! -L "$map" ]; then
+        cp -- "$map" "$out/perf-$pid.map" || warn "could not copy $map into $out"
+    else
+        warn "process $pid wrote no $map (started with profiling off, or PYPERFINJECT_DIR is elsewhere?)"
+    fi
+}
+
+# Prints the interpreter's path when COMMAND is a launcher script that runs
+# it (a pyenv shim; an asdf one): probe_python has asked it (PY_EXE).
+launcher_of() {
+    local path
+    path=$(command -v -- "$1" 2>/dev/null) || return 1
+    [ -f "$path" ] && is_python_name "$path" || return 1
+    [ "$(readlink -f -- "$path")" != "$(readlink -f -- "$PY_EXE")" ] || return 1
+    [ -x "$PY_EXE" ] && [ "$(head -c 4 -- "$PY_EXE" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] || return 1
+    [ "$(head -c 2 -- "$path" 2>/dev/null)" = '#!' ] || return 1
+    grep -qE '(pyenv|asdf)"? exec' "$path" 2>/dev/null || return 1
+    printf '%s\n' "$path"
 }
 
 # Prints what a recording directory holds and what to run next.
@@ -515,7 +680,11 @@ report_written() {
     {
         echo
         echo "pyperf-run: wrote $out"
-        [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   the recording with Python function names (use this one)"
+        if [ "${#maps[@]}" -gt 0 ]; then
+            [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   the recording with Python function names (use this one)"
+        else
+            [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   the recording after perf inject --jit (no Python names: see below)"
+        fi
         echo "  perf.data       perf's raw recording"
         echo "  perf-*.map, jit-*.dump, jitted-*.so: ${#maps[@]} process(es), $names Python function names, $jitted code objects"
         echo "  pyperf-run.txt  how it was recorded"
@@ -533,16 +702,18 @@ report_written() {
 }
 
 # Makes OUT/perf.jit.data from DATA: first rewrites the records of processes
-# that ran in another PID namespace (their files are found under SEARCH),
-# then perf inject --jit. Returns 1 if only DATA is usable.
+# that ran in another PID namespace (their files are found under SEARCH) and
+# points those of ADOPT (record --pid's process) at a copy of its jitdump in
+# OUT, so that perf inject writes the jitted-*.so there; then perf inject
+# --jit. Returns 1 if only DATA is usable.
 fix_and_inject() {
-    local out=$1 data=$2 search=$3 py input fixed
+    local out=$1 data=$2 search=$3 adopt=${4:-} py input fixed
     input=$data
     fixed="$out/.perf.host.data"
     rm -f -- "$fixed"
     if py=$(helper_python); then
         local rc=0
-        env -u LD_PRELOAD "$py" -I -c "$HOST_FIX_CODE" "$data" "$search" "$out/host-pids" "$fixed" || rc=$?
+        env -u LD_PRELOAD "$py" -I "$(find_helper nsfix.py)" "$data" "$search" "$out/host-pids" "$fixed" "$adopt" || rc=$?
         case "$rc" in
         0) input=$fixed ;;
         3) ;; # nothing to change
@@ -552,7 +723,7 @@ fix_and_inject() {
         warn "no python3 here to adapt the recording to processes from other PID namespaces; if there were such processes their Python names will be missing"
     fi
     local err
-    if ! err=$(cd -- "$out" && "$PERF" inject --jit -i "$input" -o "$out/perf.jit.data" 2>&1); then
+    if ! err=$(cd -- "$out" && "$PERF" "${PERF_CACHE[@]}" inject --jit -i "$input" -o "$out/perf.jit.data" 2>&1); then
         rm -f -- "$fixed" "$out/perf.jit.data"
         warn "perf inject --jit failed; only perf.data (names from the perf-*.map files, innermost frames in DWARF mode) is available:"
         printf '%s\n' "$err" >&2
@@ -761,10 +932,12 @@ fg_pl() {
     fi
 }
 
-make_flamegraph() {
-    local data file=$2
+# Dies unless a tool can write the flame graph FILE (its name says the format)
+# into an existing directory; sets FG_TOOL. record asks before it runs the
+# program, so that a missing tool costs no recording.
+require_flamegraph_tool() {
+    local file=$1
     local -a order
-    data=$(readlink -f -- "$1")
     case "$file" in
     *.svg) order=(inferno flamegraph-pl) ;;
     *.html | *.htm) order=(perf-d3) ;;
@@ -778,9 +951,15 @@ make_flamegraph() {
         esac
         die "no flame graph tool for $file:" "${FG_MISSING[@]}" "$hint"
     fi
+    [ -d "$(dirname -- "$file")" ] || die "the directory of $file does not exist"
+}
+
+make_flamegraph() {
+    local data file=$2
+    data=$(readlink -f -- "$1")
+    require_flamegraph_tool "$file"
     local dir
     dir=$(dirname -- "$file")
-    [ -d "$dir" ] || die "the directory of $file does not exist"
     file="$(abs_dir "$dir")/$(basename -- "$file")"
     local tmp
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run.XXXXXX")
@@ -793,9 +972,7 @@ make_flamegraph() {
         ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
         # Through pyperf-run-flamegraph.py when it is here: whole chains are
         # too deep for the script's JSON encoding at Python's default limit.
-        local -a run=(-s "$script" --)
-        local deep
-        if deep=$(find_flamegraph_helper); then run=(-s "$deep" -- "$script"); fi
+        local -a run=(-s "$(find_helper flamegraph.py)" -- "$script")
         (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" "${run[@]}" \
             --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
             { cat "$tmp/log" >&2; die "perf's flamegraph script failed"; }
@@ -840,6 +1017,7 @@ cmd_import() {
     command -v "$PERF" >/dev/null 2>&1 || require_perf cpu-clock
     helper_python >/dev/null || die "import needs python3 on this machine (to rewrite perf.data)"
     [ ! -e "$dir/perf.jit.data" ] || mv -f -- "$dir/perf.jit.data" "$dir/perf.jit.data.old"
+    mkdir -p -- "$dir/.debug" && PERF_CACHE=(--buildid-dir "$dir/.debug")
     fix_and_inject "$dir" "$(readlink -f -- "$data")" "$dir" ||
         die "could not make $dir/perf.jit.data"
     note "wrote $dir/perf.jit.data; next: pyperf-run report $(printf '%q' "$dir")"
@@ -888,218 +1066,6 @@ cmd_check() {
     fi
     return "$ok"
 }
-
-# ---------------------------------------------------- host-side fix (python)
-# Arguments: PERF_DATA SEARCH_DIR HOST_DIR OUT_DATA. For every mmap of a
-# jit-N.dump by host process P != N (a process in another PID namespace)
-# that is no longer running there, finds the dump under SEARCH_DIR (the
-# longest matching path suffix), writes HOST_DIR/jit-P.dump with P in its
-# header and records, copies perf-N.map to HOST_DIR/perf-P.map and
-# /tmp/perf-P.map, and writes OUT_DATA: PERF_DATA with those mmaps renamed
-# (perf 6.1 inject only accepts jit-PID.dump of the recorded pid).
-# Exit status: 0 OUT_DATA written, 3 nothing to change, 1 error.
-# shellcheck disable=SC2016 # python code, not shell
-readonly HOST_FIX_CODE='
-import os, re, shutil, struct, sys, tempfile
-
-PERF_RECORD_MMAP, PERF_RECORD_MMAP2, PERF_RECORD_COMPRESSED = 1, 10, 81
-HEADER_AUXTRACE = 18
-JIT_MAGIC = 0x4A695444
-DUMP_RE = re.compile(r"jit-(\d+)\.dump$")
-
-def say(msg):
-    sys.stderr.write("pyperf-run: %s\n" % msg)
-
-def fail(msg):
-    say("error: " + msg)
-    sys.exit(1)
-
-def records(f, off, size):
-    pos, end = off, off + size
-    while pos + 8 <= end:
-        f.seek(pos)
-        hdr = f.read(8)
-        rtype, misc, rsize = struct.unpack("<IHH", hdr)
-        if rsize < 8:
-            fail("corrupt perf.data record at offset %d" % pos)
-        yield pos, rtype, rsize
-        pos += rsize
-
-def mmap_name(rtype, body):
-    off = 32 if rtype == PERF_RECORD_MMAP else 64
-    end = body.find(b"\0", off)
-    if end < 0:
-        return None, off
-    return body[off:end], off
-
-def live_nspid(pid):
-    try:
-        with open("/proc/%d/status" % pid) as st:
-            for line in st:
-                if line.startswith("NStgid:"):
-                    return int(line.split()[-1])
-    except OSError:
-        return None
-    return None
-
-def best_match(cands, container_path):
-    want = container_path.strip("/").split("/")
-    scored = []
-    for c in cands:
-        have = os.path.realpath(c).strip("/").split("/")
-        n = 0
-        while n < min(len(want), len(have)) and want[-1 - n] == have[-1 - n]:
-            n += 1
-        scored.append((n, c))
-    scored.sort(reverse=True)
-    if len(scored) > 1 and scored[0][0] == scored[1][0]:
-        return None, [c for n, c in scored if n == scored[0][0]]
-    return scored[0][1], None
-
-def rewrite_dump(src, dst, pid):
-    with open(src, "rb") as f:
-        data = bytearray(f.read())
-    if len(data) < 40 or struct.unpack_from("<I", data, 0)[0] != JIT_MAGIC:
-        fail("%s is not a little-endian jitdump file" % src)
-    hsize = struct.unpack_from("<I", data, 8)[0]
-    struct.pack_into("<I", data, 20, pid)
-    pos = hsize
-    while pos + 16 <= len(data):
-        rid, rsize = struct.unpack_from("<II", data, pos)
-        if rsize < 16 or pos + rsize > len(data):
-            break
-        if rid in (0, 1):  # JIT_CODE_LOAD, JIT_CODE_MOVE: pid, tid
-            struct.pack_into("<II", data, pos + 16, pid, pid)
-        pos += rsize
-    write_file(dst, bytes(data[:pos]), os.stat(src).st_mode & 0o777)
-
-def write_file(dst, data, mode):
-    d = os.path.dirname(dst)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".pyperf-run.")
-    try:
-        os.fchmod(fd, mode)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.rename(tmp, dst)
-
-def main(data_in, search, host_dir, data_out):
-    if os.path.isdir(data_in):
-        fail("%s is a directory (perf record --threads); record without it" % data_in)
-    host_dir = os.path.abspath(host_dir)
-    dumps = {}
-    for root, dirs, files in os.walk(search):
-        if os.path.abspath(root) == host_dir:
-            dirs[:] = []
-            continue
-        for name in files:
-            if DUMP_RE.match(name):
-                dumps.setdefault(name, []).append(os.path.join(root, name))
-    with open(data_in, "rb") as f:
-        head = f.read(104)
-        if len(head) < 104 or head[:8] != b"PERFILE2":
-            fail("%s is not a perf.data file (or was written to a pipe)" % data_in)
-        hsize = struct.unpack_from("<Q", head, 8)[0]
-        f.seek(0)
-        head = f.read(hsize)
-        data_off, data_size = struct.unpack_from("<QQ", head, 40)
-        if data_size == 0:
-            fail("%s has no data section (perf record did not finish?)" % data_in)
-        bitmap = int.from_bytes(head[72:hsize], "little")
-        changes = {}
-        done = {}
-        for pos, rtype, rsize in records(f, data_off, data_size):
-            if rtype == PERF_RECORD_COMPRESSED:
-                fail("%s is compressed (perf record -z); record without -z" % data_in)
-            if rtype not in (PERF_RECORD_MMAP, PERF_RECORD_MMAP2):
-                continue
-            f.seek(pos + 8)
-            body = f.read(rsize - 8)
-            name, off = mmap_name(rtype, body)
-            if not name:
-                continue
-            path = name.decode("utf-8", "surrogateescape")
-            m = DUMP_RE.search(os.path.basename(path))
-            if not m or not os.path.basename(path) == m.group(0):
-                continue
-            pid = struct.unpack_from("<I", body, 0)[0]
-            nspid = int(m.group(1))
-            if pid == nspid or pid == 0:
-                continue
-            if live_nspid(pid) == nspid:
-                say("host pid %d (pid %d in its namespace) is still running: perf finds its files itself" % (pid, nspid))
-                continue
-            key = (pid, path)
-            if key not in done:
-                cands = dumps.get(os.path.basename(path), [])
-                if not cands:
-                    say("warning: no copy of %s (host pid %d) under %s: its Python names stay missing" % (path, pid, search))
-                    done[key] = None
-                    continue
-                src, tie = best_match(cands, path)
-                if src is None:
-                    say("warning: %s (host pid %d) matches several files: %s; give each container its own directory" % (path, pid, ", ".join(tie)))
-                    done[key] = None
-                    continue
-                os.makedirs(host_dir, exist_ok=True)
-                dst = os.path.join(host_dir, "jit-%d.dump" % pid)
-                rewrite_dump(src, dst, pid)
-                srcmap = os.path.join(os.path.dirname(src), "perf-%d.map" % nspid)
-                if os.path.isfile(srcmap):
-                    with open(srcmap, "rb") as mf:
-                        mapdata = mf.read()
-                    mode = os.stat(srcmap).st_mode & 0o777
-                    write_file(os.path.join(host_dir, "perf-%d.map" % pid), mapdata, mode)
-                    if os.path.exists("/proc/%d" % pid):
-                        say("host pid %d is in use again: /tmp/perf-%d.map left alone" % (pid, pid))
-                    else:
-                        write_file("/tmp/perf-%d.map" % pid, mapdata, mode)
-                say("namespace pid %d (%s) -> host pid %d" % (nspid, src, pid))
-                done[key] = dst
-            if done[key]:
-                changes[pos] = (rsize, off, body, done[key].encode("utf-8", "surrogateescape"))
-        if not changes:
-            return 3
-        if bitmap >> HEADER_AUXTRACE & 1:
-            fail("%s has AUX area data, whose index cannot be moved" % data_in)
-        nfeat = bin(bitmap).count("1")
-        out = open(data_out + ".tmp", "wb")
-        with out:
-            f.seek(0)
-            out.write(f.read(data_off))
-            delta = 0
-            for pos, rtype, rsize in records(f, data_off, data_size):
-                if pos in changes:
-                    _, off, body, newname = changes[pos]
-                    oldname_len = body.find(b"\0", off) - off
-                    tail = body[off + ((oldname_len + 1 + 7) & ~7):]
-                    padded = newname + b"\0" * (((len(newname) + 1 + 7) & ~7) - len(newname))
-                    newbody = body[:off] + padded + tail
-                    if len(newbody) + 8 > 0xFFFF:
-                        fail("path too long: %s" % newname)
-                    f.seek(pos)
-                    rt, misc, _ = struct.unpack("<IHH", f.read(8))
-                    out.write(struct.pack("<IHH", rt, misc, len(newbody) + 8))
-                    out.write(newbody)
-                    delta += len(newbody) + 8 - rsize
-                else:
-                    f.seek(pos)
-                    out.write(f.read(rsize))
-            f.seek(data_off + data_size)
-            table = f.read(16 * nfeat)
-            for i in range(nfeat):
-                foff, fsize = struct.unpack_from("<QQ", table, 16 * i)
-                if foff < data_off + data_size:
-                    fail("unexpected perf.data layout (feature section before the data)")
-                out.write(struct.pack("<QQ", foff + delta, fsize))
-            shutil.copyfileobj(f, out)
-            out.seek(48)
-            out.write(struct.pack("<Q", data_size + delta))
-    os.rename(data_out + ".tmp", data_out)
-    return 0
-
-sys.exit(main(*sys.argv[1:5]))
-'
 
 # ------------------------------------------------------- deep call chains
 # Frame-pointer recordings: the kernel stops a chain at
@@ -1166,7 +1132,7 @@ check_chains() {
     kmax=$(sed -n 's/^max-stack: \([0-9][0-9]*\) .*/\1/p' "$dir/pyperf-run.txt" 2>/dev/null | tail -n 1 || true)
     [ -n "$kmax" ] || kmax=$(cat "$MAX_STACK_SYSCTL" 2>/dev/null || echo 127)
     local -a lines=()
-    mapfile -t lines < <(env -u LD_PRELOAD "$py" -I -c "$CHAIN_CHECK_CODE" "$PERF" "$data" \
+    mapfile -t lines < <(env -u LD_PRELOAD "$py" -I "$(find_helper chains.py)" "$PERF" "$data" \
         "$REPORT_MAX_STACK" "$kmax" "$CHECK_SAMPLES" "${pids[@]}" 2>/dev/null || true)
     for line in "${lines[@]}"; do
         note "$line"
@@ -1186,208 +1152,6 @@ report_chains() {
     fi
 }
 
-# Arguments: PERF DATA MAX_STACK KERNEL_MAX_STACK SAMPLES PID... Reads the
-# samples' user stack copies (size, filled size) and callchain lengths from
-# DATA, unwinds up to SAMPLES samples of the PIDs with perf script (time
-# slices spread over the recording) and prints the verdict lines.
-# shellcheck disable=SC2016 # python code, not shell
-readonly CHAIN_CHECK_CODE='
-import mmap, os, re, struct, subprocess, sys
-
-SAMPLE, LOST, LOST_SAMPLES = 9, 2, 13
-S_IP, S_TID, S_TIME, S_ADDR, S_READ, S_CALLCHAIN, S_ID, S_CPU = 1, 2, 4, 8, 16, 32, 64, 128
-S_PERIOD, S_STREAM_ID, S_RAW, S_BRANCH, S_REGS_USER, S_STACK_USER = 256, 512, 1024, 2048, 4096, 8192
-S_IDENTIFIER = 1 << 16
-CONTEXT_MIN = 0xFFFFFFFFFFFFF001  # callchain context markers
-KERNEL_MIN = 0xFFFF800000000000
-# The outermost frames of a process (_start, the loader, libc) or a thread.
-ENTRY = re.compile(r"^(_start|_dl_start|_dl_start_user|__libc_start_main\S*|__libc_start_call_main|"
-                   r"start_thread|thread_start|clone3?|__clone3?|__GI___clone3?|libc_start_main_stage2)$")
-
-
-def samples(path, pids):
-    """Per sample of PIDS, keyed (tid, time): ("stack", copy full, size) or
-    ("frames", frame limit reached, limit); their count, the first and last
-    sample time, and the samples perf lost."""
-    with open(path, "rb") as f:
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    if len(m) < 104 or m[:8] != b"PERFILE2":
-        raise ValueError("not a perf.data file")
-    # Each entry of the attrs section: perf_event_attr, then its ids section.
-    entry, a_off, a_size, d_off, d_size = struct.unpack_from("<QQQQQ", m, 16)
-    attrs, by_id, pos = [], {}, a_off
-    while entry > 16 and pos + entry <= a_off + a_size:
-        stype = struct.unpack_from("<Q", m, pos + 24)[0]
-        bst, regs = struct.unpack_from("<QQ", m, pos + 72)
-        maxst = struct.unpack_from("<H", m, pos + 108)[0] if entry - 16 >= 110 else 0
-        a = (stype, bst, bin(regs).count("1"), maxst)
-        attrs.append(a)
-        ids_off, ids_size = struct.unpack_from("<QQ", m, pos + entry - 16)
-        for i in range(ids_size // 8):
-            by_id[struct.unpack_from("<Q", m, ids_off + 8 * i)[0]] = a
-        pos += entry
-    if not attrs or any(a[0] & S_READ for a in attrs):
-        raise ValueError("unexpected sample format")
-    mixed = len(set(a[0] for a in attrs)) > 1
-    if mixed and not all(a[0] & S_IDENTIFIER for a in attrs):
-        raise ValueError("several sample formats")
-    out, n, lost, first, last = {}, 0, 0, None, 0
-    pos, end = d_off, d_off + d_size
-    while pos + 8 <= end:
-        rtype, _, rsize = struct.unpack_from("<IHH", m, pos)
-        if rsize < 8:
-            break
-        if rtype == LOST:
-            lost += struct.unpack_from("<Q", m, pos + 16)[0]
-        elif rtype == LOST_SAMPLES:
-            lost += struct.unpack_from("<Q", m, pos + 8)[0]
-        elif rtype == SAMPLE:
-            p = pos + 8
-            a = by_id.get(struct.unpack_from("<Q", m, p)[0]) if mixed else attrs[0]
-            if a is None or not a[0] & S_TID:
-                pos += rsize
-                continue
-            stype, bst, nregs, maxst = a
-            p += 8 * bool(stype & S_IDENTIFIER) + 8 * bool(stype & S_IP)
-            pid, tid = struct.unpack_from("<II", m, p)
-            p += 8
-            t = 0
-            if stype & S_TIME:
-                t = struct.unpack_from("<Q", m, p)[0]
-                p += 8
-            first = t if first is None else min(first, t)
-            last = max(last, t)
-            if pid not in pids:
-                pos += rsize
-                continue
-            n += 1
-            for bit in (S_ADDR, S_ID, S_STREAM_ID, S_CPU, S_PERIOD):
-                p += 8 * bool(stype & bit)
-            nframes = 0
-            if stype & S_CALLCHAIN:
-                nr = struct.unpack_from("<Q", m, p)[0]
-                nframes = sum(1 for ip in struct.unpack_from("<%dQ" % nr, m, p + 8) if ip < CONTEXT_MIN)
-                p += 8 + 8 * nr
-            if stype & S_RAW:
-                p += 4 + struct.unpack_from("<I", m, p)[0]
-            if stype & S_BRANCH:
-                nr = struct.unpack_from("<Q", m, p)[0]
-                p += 8 + 8 * bool(bst & (1 << 17)) + 24 * nr
-            if stype & S_REGS_USER:
-                abi = struct.unpack_from("<Q", m, p)[0]
-                p += 8 + (8 * nregs if abi else 0)
-            if stype & S_STACK_USER:
-                size = struct.unpack_from("<Q", m, p)[0]
-                full = size > 0 and struct.unpack_from("<Q", m, p + 8 + size)[0] >= size
-                out[(tid, t)] = ("stack", full, size)
-            elif stype & S_CALLCHAIN:
-                limit = maxst or KMAX
-                out[(tid, t)] = ("frames", nframes >= limit, limit)
-        pos += rsize
-    return out, n, first or 0, last, lost
-
-
-def chains(data, pids, slices):
-    cmd = [PERF, "script", "-i", data, "--max-stack", MAX_STACK, "--no-inline", "--ns",
-           "-F", "tid,time,ip,sym,dso", "--pid", ",".join(str(p) for p in pids)]
-    if slices:
-        cmd += ["--time", slices]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=os.path.dirname(data))
-    key, frames = None, []
-    for raw in proc.stdout:
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        if not line.strip():
-            if key is not None:
-                yield key, frames
-            key, frames = None, []
-        elif line[0] == "\t":
-            if key is None:
-                continue
-            addr, _, rest = line.strip().partition(" ")
-            sym, _, dso = rest.rpartition(" (")
-            try:
-                frames.append((int(addr, 16), sym.strip(), dso[:-1]))
-            except ValueError:
-                pass
-        else:
-            try:
-                tid, when = line.split()[:2]
-                sec, _, ns = when.rstrip(":").partition(".")
-                key, frames = (int(tid), int(sec) * 1000000000 + int(ns.ljust(9, "0"))), []
-            except ValueError:
-                key = None
-    if key is not None:
-        yield key, frames
-    proc.wait()
-
-
-def whole(frames):
-    """True if the chain reaches an entry frame, None without user frames."""
-    user = [f for f in frames if f[0] < KERNEL_MIN]
-    if not user:
-        return None
-    if any(ENTRY.match(f[1]) for f in user):
-        return True
-    # A libc without symbols: its entry functions show as [unknown], and a
-    # frame-pointer walk may go on into the stack above them.
-    known = [f for f in user if f[2] != "[unknown]"]
-    return bool(known) and known[-1][1] == "[unknown]" and \
-        re.match(r"libc[.-]", os.path.basename(known[-1][2])) is not None
-
-
-def pct(a, b):
-    return "%.1f%%" % (100.0 * a / b)
-
-
-def main(data, pids):
-    data = os.path.abspath(data)
-    info, n, first, last, lost = samples(data, pids)
-    slices = ""
-    if n > CAP:
-        # CAP samples in ten time slices spread over the recording
-        w = 10.0 * CAP / n
-        slices = ",".join("%.3f%%-%.3f%%" % (10 * i, 10 * i + w) for i in range(10))
-    total = cut = 0
-    causes = {"stack": [], "frames": [], "other": 0}
-    size = 0
-    for key, frames in chains(data, pids, slices):
-        w = whole(frames)
-        if w is None:
-            continue
-        total += 1
-        if w:
-            continue
-        cut += 1
-        kind, full, val = info.get(key, ("", False, 0))
-        if full:
-            size = val
-            causes[kind].append(sum(1 for f in frames if f[1].startswith("py::")))
-        else:
-            causes["other"] += 1
-    if total:
-        seen = "%d samples" % total if not slices else "%d checked samples (of %d)" % (total, n)
-        if not cut:
-            print("whole chains: all %s of the Python processes reach the first frame of their process or thread" % seen)
-        else:
-            parts = []
-            for kind, what in (("stack", "stack copy of %d KiB full" % ((size + 1023) // 1024)),
-                               ("frames", "frame limit of %d native frames reached" % size)):
-                depths = sorted(causes[kind])
-                if depths:
-                    share = "" if len(depths) == cut else " in " + pct(len(depths), total)
-                    parts.append("%s%s: deeper than ~%d Python frames" % (what, share, depths[len(depths) // 2]))
-            if causes["other"]:
-                share = "" if causes["other"] == cut else " in " + pct(causes["other"], total)
-                parts.append("unwinding stopped early%s: code without unwind information or frame pointer" % share)
-            print("%s of %s have a cut chain (%s); see docs/usage.md" % (pct(cut, total), seen, "; ".join(parts)))
-    if lost:
-        print("perf lost %d samples (its ring buffer was full); see docs/usage.md" % lost)
-
-
-PERF, MAX_STACK, KMAX, CAP = sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-main(sys.argv[2], set(int(p) for p in sys.argv[6:]))
-'
 
 # ------------------------------------------------------------------ --pid
 # The switching signal is opt-in per process (PYPERFINJECT_SIGNAL); read it

@@ -18,12 +18,14 @@ PYPERFINJECT_VERSION ?= $(or $(shell sed -n 's/^\#define PI_VERSION "\(.*\)"/\1/
 INSTALL_HEADERS := $(wildcard include/*.h)
 
 .PHONY: install uninstall
-install: $(BUILD)/libpyperfinject.so pyperf-run.sh pyperf-run-flamegraph.py pyperf-run.1 pyperfinject.pc.in
+PYPERF_RUN_HELPERS := $(wildcard pyperf-run-helpers/*.py)
+
+install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) pyperf-run.1 pyperfinject.pc.in
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)' '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
 	    '$(DESTDIR)$(PKGCONFIGDIR)' $(if $(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)')
 	$(INSTALL) -m 0755 $(BUILD)/libpyperfinject.so '$(DESTDIR)$(LIBDIR)/libpyperfinject.so'
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)/pyperfinject'
-	$(INSTALL) -m 0644 pyperf-run-flamegraph.py '$(DESTDIR)$(LIBDIR)/pyperfinject/pyperf-run-flamegraph.py'
+	$(INSTALL) -m 0644 $(PYPERF_RUN_HELPERS) '$(DESTDIR)$(LIBDIR)/pyperfinject/'
 	$(if $(INSTALL_HEADERS),$(INSTALL) -m 0644 $(INSTALL_HEADERS) '$(DESTDIR)$(INCLUDEDIR)/')
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperf-run.sh \
 	    >'$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
@@ -38,6 +40,6 @@ install: $(BUILD)/libpyperfinject.so pyperf-run.sh pyperf-run-flamegraph.py pype
 uninstall:
 	rm -f '$(DESTDIR)$(LIBDIR)/libpyperfinject.so' '$(DESTDIR)$(BINDIR)/pyperf-run' \
 	    '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1' '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc' \
-	    '$(DESTDIR)$(LIBDIR)/pyperfinject/pyperf-run-flamegraph.py' \
+	    $(foreach h,$(PYPERF_RUN_HELPERS),'$(DESTDIR)$(LIBDIR)/pyperfinject/$(notdir $(h))') \
 	    $(foreach h,$(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)/$(notdir $(h))')
 	rmdir '$(DESTDIR)$(LIBDIR)/pyperfinject' 2>/dev/null || true

@@ -415,6 +415,142 @@ test_flamegraph_svg() {
     render_and_check "$ART/flamegraph.svg" "$ART/flamegraph-svg.png"
 }
 
+# The share of DATA's samples outside the processes that wrote a perf map in
+# DIR (the Python processes), in percent with one decimal.
+share_outside_python() {
+    local data=$1 dir=$2
+    local pids
+    pids=$(find "$dir" -maxdepth 1 -name 'perf-*.map' -printf '%f\n' | sed 's/^perf-\([0-9]*\)\.map$/\1/' | paste -sd,)
+    [ -n "$pids" ] || { echo 100.0; return; }
+    perf script -i "$data" -F pid 2>/dev/null | awk -v pids="$pids" '
+        BEGIN { n = split(pids, p, ","); for (i = 1; i <= n; i++) py[p[i]] = 1 }
+        NF { total++; if (!($1 in py)) out++ }
+        END { printf "%.1f\n", total ? 100 * out / total : 100 }'
+}
+
+# record through a pyenv shim records the interpreter, not the shim's bash
+# processes (a third of the samples before it resolved them).
+test_record_launcher() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local p root ver
+    p=$(pyenv_38) || skip_test "no pyenv with 3.8 installed (its shims are the launcher)"
+    root=${p%% *} ver=${p#* }
+    [ -x "$root/shims/python" ] || skip_test "pyenv has no shims at $root/shims"
+    PYENV_VERSION=$ver PATH="$root/shims:$PATH" expect_rc 0 "$W" record -o "$T/rec" -- python "$APP" 1000000
+    expect_out "recording $root/versions/$ver/bin/python[0-9.]* .*\\(the interpreter $root/shims/python runs\\)"
+    grep -q "^launcher: $root/shims/python (resolved to $root/versions/$ver/bin/python" "$T/rec/pyperf-run.txt" ||
+        die_test "pyperf-run.txt does not say the launcher was resolved"
+    local share
+    share=$(share_outside_python "$T/rec/perf.jit.data" "$T/rec")
+    echo "samples outside the Python process: $share%"
+    awk -v s="$share" 'BEGIN { exit !(s <= 1.0) }' || die_test "$share% of the samples are outside the Python process (want <= 1%)"
+    # The program still finds the shim's interpreter first on PATH, as
+    # under `pyenv exec`.
+    PYENV_VERSION=$ver PATH="$root/shims:$PATH" expect_rc 0 "$W" record -o "$T/rec2" -- python -c \
+        'import os; print("PYENV0=" + [d for d in os.environ["PATH"].split(":") if "pyenv" in d][0])'
+    expect_out "^PYENV0=$root/versions/$ver/bin\$"
+}
+
+# perf's own options pass through after --; pyperf-run's own stay its own.
+test_record_perf_options() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    expect_rc 0 "$W" record -o "$T/rec" -- -c 250000 --no-inherit -- "$py" "$APP" 1000000
+    grep -qE '^perf record .* -c 250000 --no-inherit$' "$T/rec/pyperf-run.txt" || die_test "perf's options are not in the perf record line"
+    ! grep -qE '^perf record .* -F ' "$T/rec/pyperf-run.txt" || die_test "-F given with perf's -c (perf refuses both)"
+    perf report -i "$T/rec/perf.jit.data" --stdio --no-children --sort sym >"$T/report.txt" 2>/dev/null
+    grep -q "py::foo:$APP" "$T/report.txt" || die_test "no py::foo in a recording with perf's options"
+    expect_rc 125 "$W" record -o "$T/r2" -- -o x.data -- "$py" "$APP"
+    expect_out "with pyperf-run's -o DIR"
+    expect_rc 125 "$W" record -o "$T/r3" -- -p 1 -- "$py" "$APP"
+    expect_out "with pyperf-run's --pid PID"
+    expect_rc 125 "$W" record -o "$T/r4" -- -c 1000 "$py" "$APP"
+    expect_out 'perf options end with a second --'
+    expect_rc 125 "$W" record -o "$T/r5" -g -- "$py" "$APP"
+    expect_out "perf's own options go after --"
+}
+
+# record --pid: a process that already runs with the library, recorded for a
+# while; its jitdump is copied into the recording, and perf inject writes the
+# jitted code there (not next to the process's files).
+test_record_pid() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py pid
+    py=$(default_python)
+    mkdir "$T/live"
+    PYPERFINJECT_DIR="$T/live" "$W" -- "$py" "$APP" 200000000 >/dev/null &
+    pid=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $pid 2>/dev/null || true" EXIT
+    for _ in $(seq 100); do grep -q 'py::foo' "$T/live/perf-$pid.map" 2>/dev/null && break; sleep 0.1; done
+    grep -q 'py::foo' "$T/live/perf-$pid.map" || die_test "the program wrote no py::foo to its map"
+    expect_rc 0 "$W" record -o "$T/rec" --pid "$pid" --seconds 2
+    expect_out "recording process $pid"
+    kill -0 "$pid" 2>/dev/null || die_test "the recorded process is gone"
+    [ -s "$T/rec/jit-$pid.dump" ] || die_test "no copy of the jitdump in the recording"
+    [ -s "$T/rec/perf-$pid.map" ] || die_test "no copy of the perf map in the recording"
+    ls "$T"/rec/jitted-"$pid"-*.so >/dev/null 2>&1 || die_test "no jitted-*.so in the recording"
+    ! ls "$T"/live/jitted-* >/dev/null 2>&1 || die_test "perf inject wrote jitted-*.so next to the process's files"
+    assert_foo_under_bar "$T/rec/perf.jit.data"
+    kill "$pid"
+    # Not with the library: said before anything is recorded.
+    sleep 30 &
+    expect_rc 125 "$W" record -o "$T/rec2" --pid "$!" --seconds 1
+    expect_out "does not run with libpyperfinject"
+    kill "$!" 2>/dev/null || true
+    [ ! -e "$T/rec2/perf.data" ] || die_test "recorded a process without the library"
+    expect_rc 125 "$W" record --pid "$pid" -- "$py" "$APP"
+    expect_out 'give no COMMAND'
+}
+
+# perf's build-id cache stays in the recording (not ~/.debug) unless
+# --buildid-dir says where.
+test_record_buildid_cache() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    mkdir "$T/home"
+    HOME="$T/home" expect_rc 0 "$W" record -o "$T/rec" -- "$py" "$APP" 500000
+    [ ! -e "$T/home/.debug" ] || die_test "record wrote ~/.debug: $(find "$T/home/.debug" -type f | wc -l) files"
+    local n
+    n=$(find "$T/rec/.debug" -path '*jitted-*' -type f | wc -l)
+    echo "build-id cache in the recording: $n files of jitted code"
+    [ "$n" -gt 0 ] || die_test "no jitted code in $T/rec/.debug"
+    grep -q "^build-id cache: $T/rec/.debug\$" "$T/rec/pyperf-run.txt" || die_test "pyperf-run.txt does not name the cache"
+    HOME="$T/home" expect_rc 0 "$W" record -o "$T/rec2" --buildid-dir "$T/cache" -- "$py" "$APP" 500000
+    { [ -d "$T/cache" ] && [ ! -e "$T/rec2/.debug" ]; } || die_test "--buildid-dir $T/cache was not used"
+}
+
+# The program's exit status in every path; a misconfiguration stops record
+# before the program runs, with one line.
+test_record_exit_and_settings() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    local ran="import sys; open(sys.argv[1], 'w').close(); sys.exit(3)"
+    PYPERFINJECT_VERBOSE=9 expect_rc 125 "$W" record -o "$T/r1" -- "$py" -c "$ran" "$T/ran1"
+    expect_out 'would not profile .*PYPERFINJECT_VERBOSE'
+    [ ! -e "$T/ran1" ] || die_test "the program ran despite a bad setting"
+    PYPERFINJECT_LIB=/etc/passwd expect_rc 125 "$W" record -o "$T/r2" -- "$py" -c "$ran" "$T/ran2"
+    expect_out 'is not a shared library'
+    [ ! -e "$T/ran2" ] || die_test "the program ran with a bad PYPERFINJECT_LIB"
+    if ! has inferno-flamegraph && ! has flamegraph.pl && [ -z "${FLAMEGRAPH_DIR:-}" ]; then
+        expect_rc 125 "$W" record -o "$T/r3" --flamegraph "$T/f.svg" -- "$py" -c "$ran" "$T/ran3"
+        expect_out 'no flame graph tool'
+        [ ! -e "$T/ran3" ] || die_test "the program ran though no flame graph could be written"
+    fi
+    expect_rc 3 "$W" record -o "$T/r4" --mode fp -- "$py" -c "$ran" "$T/ran4"
+    expect_out 'built without frame pointers: with --mode fp'
+    expect_rc 0 "$W" record -o "$T/r5" -- sh -c 'exit 0'
+    expect_out 'no Python names'
+    local tpl
+    tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "the flame graph path of the exit status: no d3-flame-graph template (npm install $D3_PKG)"
+    PYPERF_RUN_FLAMEGRAPH_TEMPLATE=$tpl expect_rc 3 "$W" record -o "$T/r6" --flamegraph "$T/f6.html" -- "$py" -c "$ran" "$T/ran6"
+    [ -s "$T/f6.html" ] || die_test "no flame graph written"
+}
+
 # ------------------------------------------------------------------ hotspot
 # The parser hotspot runs (hotspot-perfparser), if hotspot is installed.
 hotspot_parser() {
@@ -967,6 +1103,11 @@ run_test perf_errors
 run_test record_default_python3
 run_test record_pyenv_3_8
 run_test flamegraph_svg
+run_test record_launcher
+run_test record_perf_options
+run_test record_pid
+run_test record_buildid_cache
+run_test record_exit_and_settings
 run_test hotspot_parser
 run_test hotspot_gui
 run_test namespace_host_step

@@ -1,7 +1,7 @@
 """pyperf-run's HTML flame graph step: perf's own flamegraph.py, run with a
 recursion limit deep enough for whole Python call chains.
 
-    perf script -i DATA -s pyperf-run-flamegraph.py -- FLAMEGRAPH_PY [ITS OPTIONS]
+    perf script -i DATA -s flamegraph.py -- FLAMEGRAPH_PY [ITS OPTIONS]
 
 flamegraph.py encodes the call tree as nested JSON, about three recursion
 levels per native frame: at Python's default limit (1000) it fails on chains
