@@ -10,10 +10,15 @@
 #       (a mounted directory in a container) instead of /tmp.
 #   pyperf-run record [-o DIR] [-F HZ] [--mode auto|fp|dwarf] [-e EVENT]
 #                     [--stack-size BYTES] [--max-stack FRAMES] [-a]
-#                     [--flamegraph FILE] [--] COMMAND [ARG...]
-#       perf record COMMAND with the right options, perf inject --jit, all
-#       output in DIR; prints what was written, how many call chains were
-#       cut short, and what to run next.
+#                     [--flamegraph FILE] [--buildid-dir DIR]
+#                     [-- PERF-OPTIONS] -- COMMAND [ARG...]
+#   pyperf-run record [OPTIONS] --pid PID [--seconds N] [-- PERF-OPTIONS]
+#       perf record COMMAND (or the running process PID, which was started
+#       with the library) with the right options, perf inject --jit, all
+#       output in DIR (perf's build-id cache in DIR/.debug); prints what was
+#       written, how many call chains were cut short, and what to run next.
+#       A pyenv shim is resolved to its interpreter. PERF-OPTIONS (starting
+#       with a dash, between two --) go to perf record last.
 #   pyperf-run report DIR [--flamegraph FILE] [-- PERF-REPORT-ARGS...]
 #       perf report on DIR's injected data, or write a flame graph
 #       (FILE.html: perf's flamegraph script; FILE.svg: inferno or FlameGraph).

@@ -514,6 +514,64 @@ def c_host_step(ctx, cmd):
     return ", ".join(app_names_in(out))
 
 
+def c_record_perf_options(ctx, cmd):
+    """perf's options after the first --: on perf's command line, in place
+    of pyperf-run's -F; the names as in any recording."""
+    need_perf()
+    before = set(glob.glob(os.path.join(ctx.work, "pyperf-*")))
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^pyperf-run: wrote ", r"sampled as perf's options say"])
+    made = sorted(set(glob.glob(os.path.join(ctx.work, "pyperf-*"))) - before)
+    if len(made) != 1:
+        raise Fail("expected one new ./pyperf-DATE-TIME directory, found %s" % made)
+    with open(os.path.join(made[0], "pyperf-run.txt")) as f:
+        how = f.read()
+    line = re.search(r"^perf record .*$", how, re.M).group(0)
+    if not line.endswith(" -c 250000") or " -F " in line:
+        raise Fail("perf record line: %s" % line)
+    names = app_names_in(report_text(ctx, os.path.join(made[0], "perf.jit.data")))
+    shutil.rmtree(made[0])
+    return "%s; %s named" % (line[line.index("--call-graph"):], ", ".join(names))
+
+
+def c_record_pid(ctx, cmd):
+    """record --pid: a service started with the library (pyperf-run --,
+    app.py in a loop) recorded for a while; the names, and the jitted code
+    in the recording rather than next to the service's files."""
+    need_perf()
+    live = os.path.join(ctx.work, "live")
+    os.mkdir(live)
+    service = subprocess.Popen(
+        ["pyperf-run", "--", "python", "-c",
+         "import runpy\nwhile True: runpy.run_path('app.py', run_name='__main__')"],
+        cwd=ctx.work, env=ctx.env({"PYPERFINJECT_DIR": live}),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        mapfile = os.path.join(live, "perf-%d.map" % service.pid)
+        for _ in range(100):
+            if os.path.exists(mapfile) and "py::checksum" in open(mapfile, errors="replace").read():
+                break
+            time.sleep(0.1)
+        else:
+            raise Fail("the service wrote no py::checksum to %s" % mapfile)
+        filled = ctx.fill(cmd).replace("PID", str(service.pid)).replace("--seconds 30", "--seconds 3")
+        rc, out = ctx.sh(filled + " -o pidrec")
+        expect(rc, out, 0, [r"^pyperf-run: recording process %d " % service.pid])
+        if service.poll() is not None:
+            raise Fail("the recorded service is gone (exit status %s)" % service.returncode)
+    finally:
+        service.kill()
+        service.wait()
+    rec = os.path.join(ctx.work, "pidrec")
+    jitted = glob.glob(os.path.join(rec, "jitted-%d-*.so" % service.pid))
+    if not jitted or glob.glob(os.path.join(live, "jitted-*")):
+        raise Fail("jitted code: %d files in the recording, %d next to the service's files" %
+                   (len(jitted), len(glob.glob(os.path.join(live, "jitted-*")))))
+    names = app_names_in(report_text(ctx, os.path.join(rec, "perf.jit.data")))
+    return "3 s of pid %d: %s named; %d jitted-*.so in the recording" % (
+        service.pid, ", ".join(names), len(jitted))
+
+
 CHECKS = [
     # (regular expression a documented command matches in full, check)
     (r"make demo", c_make_demo),
@@ -525,6 +583,8 @@ CHECKS = [
     (r"perf script -i DIR/perf\.jit\.data > app\.perf", c_perf_script),
     (r"pyperf-run check -- python3", c_check),
     (r"pyperf-run -- python app\.py", c_exec_only),
+    (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),
+    (r"pyperf-run record --pid PID --seconds 30", c_record_pid),
     (r"pyperf-run samply record python app\.py", c_samply),
     (r"pyperf-run perf record -g -- python app\.py", c_perf_record_g),
     (r"pyperf-run perf record .*--call-graph dwarf,65528 .* -o perf\.data -- python app\.py",
