@@ -551,6 +551,56 @@ test_record_exit_and_settings() {
     [ -s "$T/f6.html" ] || die_test "no flame graph written"
 }
 
+# bpftrace's ustack names Python frames from /tmp/perf-PID.map. It walks
+# frame pointers in the kernel, so only on an interpreter built with them.
+test_consumer_bpftrace() {
+    has bpftrace || skip_test "bpftrace is not installed (Debian: bpftrace)"
+    [ "$(id -u)" -eq 0 ] || skip_test "bpftrace needs root"
+    local found label py pid
+    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt (bpftrace's ustack walks frame pointers)"
+    label=${found%% *} py=${found#* }
+    echo "frame-pointer interpreter: $label ($py)"
+    # The default directory: bpftrace reads /tmp/perf-PID.map only.
+    env -u PYPERFINJECT_DIR "$W" -- "$py" "$APP" 200000000 >/dev/null &
+    pid=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $pid 2>/dev/null || true; rm -f /tmp/perf-$pid.map /tmp/jit-$pid.dump" EXIT
+    for _ in $(seq 100); do grep -q 'py::foo' "/tmp/perf-$pid.map" 2>/dev/null && break; sleep 0.1; done
+    grep -q 'py::foo' "/tmp/perf-$pid.map" || die_test "the program wrote no py::foo to /tmp/perf-$pid.map"
+    timeout 60 bpftrace -e "profile:hz:99 /pid == $pid/ { @[ustack(64)] = count(); } interval:s:3 { exit(); }" \
+        >"$T/bpftrace.txt" 2>"$T/bpftrace.err" || true
+    grep -q '^Attaching' "$T/bpftrace.txt" "$T/bpftrace.err" ||
+        skip_test "bpftrace cannot attach here: $(head -c 300 "$T/bpftrace.err")"
+    # One stack (between "@[" and "]: N") with py::foo and, further out, py::bar.
+    local n
+    n=$(awk '/^@\[/ { s = ""; next } /^\]: / { if (s ~ /py::foo:[^ ]*app\.py.*py::bar:[^ ]*app\.py/) n++; next }
+             { s = s " " $1 } END { print n + 0 }' "$T/bpftrace.txt")
+    echo "bpftrace stacks with py::bar -> py::foo: $n"
+    [ "$n" -gt 0 ] || { head -40 "$T/bpftrace.txt"; die_test "bpftrace's ustack shows no py::bar -> py::foo"; }
+}
+
+# perf top -g names the Python chain from /tmp/perf-PID.map, as callers
+# (--children), on an interpreter built with frame pointers (-g walks them).
+test_consumer_perf_top() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local found label py pid
+    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt (perf top -g walks frame pointers)"
+    label=${found%% *} py=${found#* }
+    echo "frame-pointer interpreter: $label ($py)"
+    env -u PYPERFINJECT_DIR "$W" -- "$py" "$APP" 200000000 >/dev/null &
+    pid=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $pid 2>/dev/null || true; rm -f /tmp/perf-$pid.map /tmp/jit-$pid.dump" EXIT
+    for _ in $(seq 100); do grep -q 'py::foo' "/tmp/perf-$pid.map" 2>/dev/null && break; sleep 0.1; done
+    timeout -s INT 8 perf top -e cpu-clock -g --children --stdio -d 3 -p "$pid" >"$T/top.txt" 2>&1 || true
+    # A header line: children%, self%, the object, the symbol (cut at the
+    # width perf top assumes, so only its start).
+    local share
+    share=$(awk '$NF ~ /^py::bar:/ && $1 ~ /%$/ { v = $1 + 0; if (v > m) m = v } END { print m + 0 }' "$T/top.txt")
+    echo "perf top: py::bar in ${share}% of the samples (children)"
+    awk -v s="$share" 'BEGIN { exit !(s >= 50) }' || { head -40 "$T/top.txt"; die_test "perf top -g shows py::bar in ${share}% of the samples (want >= 50%)"; }
+}
+
 # ------------------------------------------------------------------ hotspot
 # The parser hotspot runs (hotspot-perfparser), if hotspot is installed.
 hotspot_parser() {
@@ -868,16 +918,26 @@ test_chains_cut_300() {
 # and restored, also when pyperf-run is stopped; when it cannot be raised
 # (another perf session holds call chains) pyperf-run says so, and the
 # chain line names the limit.
+# The first CPython with frame pointers in build/interpreters.txt ("LABEL
+# COMMAND"), by pyperf-run check.
+fp_interpreter() {
+    local label cmd kind
+    [ -f "$ROOT/build/interpreters.txt" ] || return 1
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in pyenv | debian | sid) ;; *) continue ;; esac
+        if "$W" check -- "$cmd" 2>/dev/null | grep -q 'with frame pointers'; then
+            echo "$label $cmd"
+            return 0
+        fi
+    done <"$ROOT/build/interpreters.txt"
+    return 1
+}
+
 test_chains_fp() {
     perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
-    local label cmd kind py=""
-    if [ -f "$ROOT/build/interpreters.txt" ]; then
-        while IFS=$'\t' read -r label cmd kind; do
-            case "$kind" in pyenv | debian | sid) ;; *) continue ;; esac
-            if "$W" check -- "$cmd" 2>/dev/null | grep -q 'with frame pointers'; then py=$cmd; break; fi
-        done <"$ROOT/build/interpreters.txt"
-    fi
-    [ -n "$py" ] || skip_test "no CPython with frame pointers in build/interpreters.txt"
+    local found label py
+    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt"
+    label=${found%% *} py=${found#* }
     echo "frame-pointer interpreter: $label ($py)"
     local sysctl=/proc/sys/kernel/perf_event_max_stack before
     before=$(cat "$sysctl")
@@ -1040,7 +1100,7 @@ provision() {
     local -a missing=()
     if has dpkg-query; then
         mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux \
-            hotspot xvfb xauth xdotool x11-utils imagemagick)
+            hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace)
     fi
     if [ "${#missing[@]}" -gt 0 ]; then
         if [ "$(id -u)" -eq 0 ]; then
@@ -1115,6 +1175,8 @@ run_test namespace_record
 run_test chains_whole_100
 run_test chains_cut_300
 run_test chains_fp
+run_test consumer_bpftrace
+run_test consumer_perf_top
 run_test flamegraph_deep
 run_test demo
 run_test install
