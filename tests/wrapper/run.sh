@@ -551,23 +551,30 @@ test_record_exit_and_settings() {
     [ -s "$T/f6.html" ] || die_test "no flame graph written"
 }
 
+# start_fp_program WHY: app.py, long-running, on a CPython with frame
+# pointers, writing its map to /tmp (where bpftrace and perf top read it);
+# sets FP_PID, removed with its files when the test ends. Skips with WHY
+# when there is no such interpreter.
+FP_PID=""
+start_fp_program() {
+    local found
+    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt ($1)"
+    echo "frame-pointer interpreter: ${found%% *} (${found#* })"
+    env -u PYPERFINJECT_DIR "$W" -- "${found#* }" "$APP" 200000000 >/dev/null &
+    FP_PID=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $FP_PID 2>/dev/null || true; rm -f /tmp/perf-$FP_PID.map /tmp/jit-$FP_PID.dump" EXIT
+    for _ in $(seq 100); do grep -q 'py::foo' "/tmp/perf-$FP_PID.map" 2>/dev/null && break; sleep 0.1; done
+    grep -q 'py::foo' "/tmp/perf-$FP_PID.map" || die_test "the program wrote no py::foo to /tmp/perf-$FP_PID.map"
+}
+
 # bpftrace's ustack names Python frames from /tmp/perf-PID.map. It walks
 # frame pointers in the kernel, so only on an interpreter built with them.
 test_consumer_bpftrace() {
     has bpftrace || skip_test "bpftrace is not installed (Debian: bpftrace)"
     [ "$(id -u)" -eq 0 ] || skip_test "bpftrace needs root"
-    local found label py pid
-    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt (bpftrace's ustack walks frame pointers)"
-    label=${found%% *} py=${found#* }
-    echo "frame-pointer interpreter: $label ($py)"
-    # The default directory: bpftrace reads /tmp/perf-PID.map only.
-    env -u PYPERFINJECT_DIR "$W" -- "$py" "$APP" 200000000 >/dev/null &
-    pid=$!
-    # shellcheck disable=SC2064 # expand now
-    trap "kill $pid 2>/dev/null || true; rm -f /tmp/perf-$pid.map /tmp/jit-$pid.dump" EXIT
-    for _ in $(seq 100); do grep -q 'py::foo' "/tmp/perf-$pid.map" 2>/dev/null && break; sleep 0.1; done
-    grep -q 'py::foo' "/tmp/perf-$pid.map" || die_test "the program wrote no py::foo to /tmp/perf-$pid.map"
-    timeout 60 bpftrace -e "profile:hz:99 /pid == $pid/ { @[ustack(64)] = count(); } interval:s:3 { exit(); }" \
+    start_fp_program "bpftrace's ustack walks frame pointers"
+    timeout 60 bpftrace -e "profile:hz:99 /pid == $FP_PID/ { @[ustack(64)] = count(); } interval:s:3 { exit(); }" \
         >"$T/bpftrace.txt" 2>"$T/bpftrace.err" || true
     grep -q '^Attaching' "$T/bpftrace.txt" "$T/bpftrace.err" ||
         skip_test "bpftrace cannot attach here: $(head -c 300 "$T/bpftrace.err")"
@@ -583,16 +590,8 @@ test_consumer_bpftrace() {
 # (--children), on an interpreter built with frame pointers (-g walks them).
 test_consumer_perf_top() {
     perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
-    local found label py pid
-    found=$(fp_interpreter) || skip_test "no CPython with frame pointers in build/interpreters.txt (perf top -g walks frame pointers)"
-    label=${found%% *} py=${found#* }
-    echo "frame-pointer interpreter: $label ($py)"
-    env -u PYPERFINJECT_DIR "$W" -- "$py" "$APP" 200000000 >/dev/null &
-    pid=$!
-    # shellcheck disable=SC2064 # expand now
-    trap "kill $pid 2>/dev/null || true; rm -f /tmp/perf-$pid.map /tmp/jit-$pid.dump" EXIT
-    for _ in $(seq 100); do grep -q 'py::foo' "/tmp/perf-$pid.map" 2>/dev/null && break; sleep 0.1; done
-    timeout -s INT 8 perf top -e cpu-clock -g --children --stdio -d 3 -p "$pid" >"$T/top.txt" 2>&1 || true
+    start_fp_program "perf top -g walks frame pointers"
+    timeout -s INT 8 perf top -e cpu-clock -g --children --stdio -d 3 -p "$FP_PID" >"$T/top.txt" 2>&1 || true
     # A header line: children%, self%, the object, the symbol (cut at the
     # width perf top assumes, so only its start).
     local share
