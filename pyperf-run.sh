@@ -328,6 +328,33 @@ require_command() {
     fi
 }
 
+# The name of this PID namespace's run: pidns-INODE-START. The inode alone
+# was the same for successive containers (the kernel reuses it), whose
+# perf-1.map then overwrote each other's; START, when the namespace's pid 1
+# started (clock ticks since boot), tells the runs apart.
+pidns_run_name() {
+    local ns stat rest start=""
+    ns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
+    ns=${ns//[!0-9]/}
+    [ -n "$ns" ] || return 1
+    stat=$(cat /proc/1/stat 2>/dev/null || true)
+    if [ -n "$stat" ]; then
+        rest=${stat##*) }
+        local -a f
+        read -r -a f <<<"$rest"
+        start=${f[19]:-}
+    fi
+    printf 'pidns-%s%s\n' "$ns" "${start:+-$start}"
+}
+
+# exec mode is a guest's entry point: nothing on pyperf-run's side may keep
+# the program from running. Says why, once, and runs it without profiling.
+exec_unprofiled() {
+    warn "$1; running the program without profiling"
+    shift
+    exec -- "$@"
+}
+
 cmd_exec() {
     local dir=""
     while [ $# -gt 0 ]; do
@@ -344,23 +371,36 @@ cmd_exec() {
         esac
     done
     [ $# -gt 0 ] || usage_error "no COMMAND given"
-    local lib
-    lib=$(find_lib)
-    if [ -n "$dir" ]; then
-        local ns sub
-        mkdir -p -- "$dir" || die "cannot create the output directory $dir"
-        # One subdirectory per PID namespace: containers sharing one mounted
-        # directory all see themselves as pid 1.
-        ns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
-        ns=${ns//[!0-9]/}
-        sub=$dir
-        [ -z "$ns" ] || sub="$dir/pidns-$ns"
-        mkdir -p -- "$sub" || die "cannot create $sub"
-        PYPERFINJECT_DIR=$(abs_dir "$sub")
-        export PYPERFINJECT_DIR
-    fi
     require_command "$1"
-    LD_PRELOAD=$(preload_value "$lib")
+    local lib msg
+    if ! msg=$(find_lib 2>&1); then
+        msg=${msg#"$PROG: error: "}
+        exec_unprofiled "${msg%%$'\n'*}" "$@"
+    fi
+    lib=$msg
+    if ! msg=$(preload_value "$lib" 2>&1); then
+        msg=${msg#"$PROG: error: "}
+        exec_unprofiled "$msg" "$@"
+    fi
+    LD_PRELOAD=$msg
+    case "${PYPERFINJECT_ENABLE:-1}" in
+    0 | [Nn][Oo] | [Oo][Ff][Ff] | [Ff][Aa][Ll][Ss][Ee]) dir="" ;; # the library does nothing: no directory
+    esac
+    if [ -n "$dir" ]; then
+        local sub="" name
+        # One subdirectory per PID namespace run: containers sharing one
+        # mounted directory all see themselves as pid 1.
+        if name=$(pidns_run_name); then sub="$dir/$name"; else sub=$dir; fi
+        if mkdir -p -- "$sub" 2>/dev/null && [ -w "$sub" ] && sub=$(abs_dir "$sub"); then
+            PYPERFINJECT_DIR=$sub
+            export PYPERFINJECT_DIR
+        else
+            # A read-only root without the mount, or a user who may not
+            # write there: the library keeps its default (/tmp), where it
+            # stands aside by itself if it cannot write either.
+            warn "cannot create or write $sub (--dir $dir); the library writes to ${PYPERFINJECT_DIR:-/tmp} instead"
+        fi
+    fi
     export LD_PRELOAD
     exec -- "$@"
 }

@@ -11,6 +11,8 @@ renamed (perf 6.1 inject only accepts jit-PID.dump of the recorded pid).
 ADOPT_PIDS (optional, comma-separated): running processes of this namespace
 (record --pid) whose jitdumps are copied next to OUT_DATA, their mmaps
 renamed to the copies.
+Mmaps of dumps that cannot be used (deleted, no copy found, ambiguous) are
+renamed so that perf inject passes over them and names the rest.
 Exit status: 0 OUT_DATA written, 3 nothing to change, 1 error."""
 import os, re, shutil, struct, sys, tempfile
 
@@ -107,6 +109,19 @@ def adopt_dump(path, pid, into):
     return dst
 
 
+def readable_by_perf(path, pid):
+    """perf inject opens a dump at its recorded path, or inside the
+    process's mount namespace while the process runs."""
+    return os.path.isfile(path) or os.path.isfile("/proc/%d/root%s" % (pid, path))
+
+
+def set_aside(path):
+    """A name perf inject does not take for a jitdump (it wants
+    jit-PID.dump): a dump it cannot read would stop it (perf 6.1 exits 255,
+    without a message) and cost every other process its names."""
+    return path[:-len(".dump")] + ".gone"
+
+
 def main(data_in, search, host_dir, data_out, adopt=""):
     adopt = set(int(p) for p in adopt.split(",") if p)
     if os.path.isdir(data_in):
@@ -133,6 +148,7 @@ def main(data_in, search, host_dir, data_out, adopt=""):
         bitmap = int.from_bytes(head[72:hsize], "little")
         changes = {}
         done = {}
+        gone = set()
         for pos, rtype, rsize in records(f, data_off, data_size):
             if rtype == PERF_RECORD_COMPRESSED:
                 fail("%s is compressed (perf record -z); record without -z" % data_in)
@@ -153,8 +169,16 @@ def main(data_in, search, host_dir, data_out, adopt=""):
                 continue
             key = (pid, path)
             if pid == nspid:
-                if pid in adopt and key not in done:
-                    done[key] = adopt_dump(path, pid, os.path.dirname(os.path.abspath(data_out)))
+                if key not in done:
+                    if pid in adopt:
+                        done[key] = adopt_dump(path, pid, os.path.dirname(os.path.abspath(data_out)))
+                    elif not readable_by_perf(path, pid):
+                        # Another process's dump, deleted since: perf
+                        # inject would stop at it and name nothing.
+                        gone.add(path)
+                        done[key] = set_aside(path)
+                    else:
+                        done[key] = None
                 if done.get(key):
                     changes[pos] = (rsize, off, body, done[key].encode("utf-8", "surrogateescape"))
                 continue
@@ -165,12 +189,14 @@ def main(data_in, search, host_dir, data_out, adopt=""):
                 cands = dumps.get(os.path.basename(path), [])
                 if not cands:
                     say("warning: no copy of %s (host pid %d) under %s: its Python names stay missing" % (path, pid, search))
-                    done[key] = None
+                    done[key] = set_aside(path)
+                    changes[pos] = (rsize, off, body, done[key].encode("utf-8", "surrogateescape"))
                     continue
                 src, tie = best_match(cands, path)
                 if src is None:
                     say("warning: %s (host pid %d) matches several files: %s; give each container its own directory" % (path, pid, ", ".join(tie)))
-                    done[key] = None
+                    done[key] = set_aside(path)
+                    changes[pos] = (rsize, off, body, done[key].encode("utf-8", "surrogateescape"))
                     continue
                 os.makedirs(host_dir, exist_ok=True)
                 dst = os.path.join(host_dir, "jit-%d.dump" % pid)
@@ -189,6 +215,9 @@ def main(data_in, search, host_dir, data_out, adopt=""):
                 done[key] = dst
             if done[key]:
                 changes[pos] = (rsize, off, body, done[key].encode("utf-8", "surrogateescape"))
+        if gone:
+            say("%d jitdump(s) named in the recording are gone (other processes', deleted since): "
+                "perf inject skips them" % len(gone))
         if not changes:
             return 3
         if bitmap >> HEADER_AUXTRACE & 1:

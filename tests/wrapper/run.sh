@@ -202,6 +202,24 @@ test_exec_preload() {
     # --dir: one subdirectory per PID namespace.
     expect_rc 0 "$W" --dir "$T/out" -- "$py" "$APP" 1000
     grep -q "py::foo:$APP" "$T"/out/pidns-*/perf-*.map || die_test "--dir: no map under $T/out/pidns-*"
+    # Two runs of PID namespaces (containers) sharing the directory: two
+    # subdirectories, whatever inodes the kernel gave the namespaces.
+    if has unshare; then
+        for _ in 1 2; do
+            expect_rc 0 unshare --pid --fork --mount-proc "$W" --dir "$T/shared" -- "$py" "$APP" 1000
+        done
+        [ "$(find "$T/shared" -name 'perf-1.map' | wc -l)" -eq 2 ] ||
+            die_test "two namespace runs did not get a perf-1.map each: $(find "$T/shared" -type f)"
+    fi
+    # A guest never stops the program: no directory, no library.
+    expect_rc 0 "$W" --dir /proc/nonexistent -- "$py" -c 'print("ran")'
+    expect_out '^ran$'
+    expect_out 'cannot create or write /proc/nonexistent/pidns-.*; the library writes to .* instead'
+    PYPERFINJECT_LIB=/nonexistent.so expect_rc 0 "$W" -- "$py" -c 'print("ran")'
+    expect_out '^ran$'
+    expect_out 'running the program without profiling'
+    PYPERFINJECT_ENABLE=0 expect_rc 0 "$W" --dir "$T/off" -- "$py" -c 'print("ran")'
+    [ ! -e "$T/off" ] || die_test "PYPERFINJECT_ENABLE=0 still made the --dir directory"
 }
 
 test_wraps_perf() {
@@ -551,6 +569,23 @@ test_record_exit_and_settings() {
     [ -s "$T/f6.html" ] || die_test "no flame graph written"
 }
 
+# A jitdump named in the recording that is gone (a process that deleted its
+# files) is passed over: perf inject (6.1) stopped at it, exit status 255 and
+# no message, and the other processes lost their names too.
+test_record_gone_dump() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    mkdir "$T/gone"
+    # shellcheck disable=SC2016 # arguments of that bash
+    expect_rc 0 "$W" record -o "$T/rec" -- bash -c \
+        'PYPERFINJECT_DIR=$0 "$1" "$2" 300000 && rm -f "$0"/jit-*.dump && "$1" "$2" 1000000' \
+        "$T/gone" "$py" "$APP"
+    expect_out 'jitdump\(s\) named in the recording are gone'
+    [ -s "$T/rec/perf.jit.data" ] || die_test "no perf.jit.data"
+    assert_foo_under_bar "$T/rec/perf.jit.data"
+}
+
 # start_fp_program WHY: app.py, long-running, on a CPython with frame
 # pointers, writing its map to /tmp (where bpftrace and perf top read it);
 # sets FP_PID, removed with its files when the test ends. Skips with WHY
@@ -800,7 +835,7 @@ test_namespace_record() {
         mount --move /mnt /tmp/profile &&
         exec "$1" --dir /tmp/profile -- "$2" "$3"' "$T/rec" "$NS_W" "$(default_python)" "$NS_APP"
     unstage_container
-    expect_out 'namespace pid 1 .*/pidns-[0-9]+/jit-1.dump\) -> host pid [0-9]+'
+    expect_out 'namespace pid 1 .*/pidns-[0-9]+-[0-9]+/jit-1.dump\) -> host pid [0-9]+'
     assert_foo_under_bar "$T/rec/perf.jit.data"
     rm -f /tmp/perf-"$(sed -n 's/.*-> host pid \([0-9]*\).*/\1/p' "$T/out.txt" | head -n 1)".map
 }
@@ -1167,6 +1202,7 @@ run_test record_perf_options
 run_test record_pid
 run_test record_buildid_cache
 run_test record_exit_and_settings
+run_test record_gone_dump
 run_test hotspot_parser
 run_test hotspot_gui
 run_test namespace_host_step
