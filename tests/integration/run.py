@@ -887,8 +887,6 @@ def scenario_cpython_regrtest(runner, interp, work):
     if check.returncode != 0:
         raise Skip("this interpreter does not ship test.test_perf_profiler")
     argv = [interp.command, "-m", "test", "-v", "test_perf_profiler"]
-    plain = runner.run(argv, False, work)
-    pre = runner.run(argv, True, work)
 
     def verdict(out):
         text = out.stdout.decode(errors="replace")
@@ -896,11 +894,27 @@ def scenario_cpython_regrtest(runner, interp, work):
         skipped = len(re.findall(r" \.\.\. skipped", text, re.M))
         return out.returncode, ok, skipped
 
-    a, b = verdict(plain), verdict(pre)
-    if a != b:
-        raise Fail("without: rc %d, %d ok, %d skipped; with: rc %d, %d ok, %d skipped\n%s"
-                   % (a + b + (pre.stdout.decode(errors="replace")[-1500:],)))
-    return "rc %d, %d ok, %d skipped, same as without" % a
+    def failed(out):
+        text = out.stdout.decode(errors="replace")
+        return "; ".join(re.findall(r"^(\S+ \(.*\)) \.\.\. (?:FAIL|ERROR)$", text, re.M)) or "-"
+
+    # CPython's perf tests sample with perf and count what they see: on a
+    # loaded machine one of them fails now and then, with or without the
+    # library. A difference counts when a second pair of runs repeats it.
+    notes = []
+    for attempt in (1, 2):
+        plain = runner.run(argv, False, work)
+        pre = runner.run(argv, True, work)
+        a, b = verdict(plain), verdict(pre)
+        if a == b:
+            break
+        notes.append("run %d: without: rc %d, %d ok, %d skipped (failed: %s); with: rc %d, %d ok, "
+                     "%d skipped (failed: %s)" % (attempt, a[0], a[1], a[2], failed(plain),
+                                                  b[0], b[1], b[2], failed(pre)))
+    else:
+        raise Fail("\n".join(notes) + "\n" + pre.stdout.decode(errors="replace")[-1500:])
+    return "rc %d, %d ok, %d skipped, same as without%s" % (
+        a + ("; differed once: " + notes[0] if notes else "",))
 
 
 SCENARIOS = [
