@@ -110,6 +110,10 @@ version() {
 
 # Absolute path of an existing directory.
 abs_dir() { (cd -- "$1" && pwd -P); }
+# True when FILE starts with the ELF magic.
+is_elf() { [ "$(head -c 4 -- "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+# The value of variable NAME in the environment process PID started with.
+process_env() { tr '\0' '\n' <"/proc/$1/environ" | sed -n "s/^$2=//p" | tail -n 1; }
 
 # A python3 to run pyperf-run's own helper with (not the profiled one, and
 # never with the library preloaded).
@@ -134,7 +138,7 @@ find_lib() {
     if [ -n "${PYPERFINJECT_LIB:-}" ]; then
         [ -f "$PYPERFINJECT_LIB" ] || die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not a file"
         # ld.so would refuse it in every process, with a message each time.
-        [ "$(head -c 4 -- "$PYPERFINJECT_LIB" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] ||
+        is_elf "$PYPERFINJECT_LIB" ||
             die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not a shared library (no ELF header)"
         grep -q pyperfinject_version -- "$PYPERFINJECT_LIB" 2>/dev/null ||
             die "PYPERFINJECT_LIB=$PYPERFINJECT_LIB is not libpyperfinject (it exports no pyperfinject_version)"
@@ -348,10 +352,12 @@ pidns_run_name() {
 }
 
 # exec mode is a guest's entry point: nothing on pyperf-run's side may keep
-# the program from running. Says why, once, and runs it without profiling.
+# the program from running. Says why (the first line of a die() message),
+# once, and runs it without profiling.
 exec_unprofiled() {
-    warn "$1; running the program without profiling"
+    local why=${1#"$PROG: error: "}
     shift
+    warn "${why%%$'\n'*}; running the program without profiling"
     exec -- "$@"
 }
 
@@ -373,15 +379,9 @@ cmd_exec() {
     [ $# -gt 0 ] || usage_error "no COMMAND given"
     require_command "$1"
     local lib msg
-    if ! msg=$(find_lib 2>&1); then
-        msg=${msg#"$PROG: error: "}
-        exec_unprofiled "${msg%%$'\n'*}" "$@"
-    fi
+    msg=$(find_lib 2>&1) || exec_unprofiled "$msg" "$@"
     lib=$msg
-    if ! msg=$(preload_value "$lib" 2>&1); then
-        msg=${msg#"$PROG: error: "}
-        exec_unprofiled "$msg" "$@"
-    fi
+    msg=$(preload_value "$lib" 2>&1) || exec_unprofiled "$msg" "$@"
     LD_PRELOAD=$msg
     case "${PYPERFINJECT_ENABLE:-1}" in
     0 | [Nn][Oo] | [Oo][Ff][Ff] | [Ff][Aa][Ll][Ss][Ee]) dir="" ;; # the library does nothing: no directory
@@ -674,7 +674,7 @@ require_running_with_library() {
     PID_EXE=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
     PID_EXE=${PID_EXE% (deleted)}
     [ -x "$PID_EXE" ] || PID_EXE="/proc/$pid/exe"
-    PID_DIR=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^PYPERFINJECT_DIR=//p' | tail -n 1)
+    PID_DIR=$(process_env "$pid" PYPERFINJECT_DIR)
     [ -n "$PID_DIR" ] || PID_DIR=/tmp
     # Its files are named by its pid in its own PID namespace.
     local nspid
@@ -704,7 +704,7 @@ launcher_of() {
     path=$(command -v -- "$1" 2>/dev/null) || return 1
     [ -f "$path" ] && is_python_name "$path" || return 1
     [ "$(readlink -f -- "$path")" != "$(readlink -f -- "$PY_EXE")" ] || return 1
-    [ -x "$PY_EXE" ] && [ "$(head -c 4 -- "$PY_EXE" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] || return 1
+    [ -x "$PY_EXE" ] && is_elf "$PY_EXE" || return 1
     [ "$(head -c 2 -- "$path" 2>/dev/null)" = '#!' ] || return 1
     grep -qE '(pyenv|asdf)"? exec' "$path" 2>/dev/null || return 1
     printf '%s\n' "$path"
@@ -725,11 +725,9 @@ report_written() {
     {
         echo
         echo "pyperf-run: wrote $out"
-        if [ "${#maps[@]}" -gt 0 ]; then
-            [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   the recording with Python function names (use this one)"
-        else
-            [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   the recording after perf inject --jit (no Python names: see below)"
-        fi
+        local injected="the recording with Python function names (use this one)"
+        [ "${#maps[@]}" -gt 0 ] || injected="the recording after perf inject --jit (no Python names: see below)"
+        [ ! -f "$out/perf.jit.data" ] || echo "  perf.jit.data   $injected"
         echo "  perf.data       perf's raw recording"
         echo "  perf-*.map, jit-*.dump, jitted-*.so: ${#maps[@]} process(es), $names Python function names, $jitted code objects"
         echo "  pyperf-run.txt  how it was recorded"
@@ -1015,8 +1013,8 @@ make_flamegraph() {
         local script=$FG_SCRIPT template=$D3_TEMPLATE
         # flamegraph.py reads the header of ./perf.data for its "Context" pane.
         ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
-        # Through pyperf-run-flamegraph.py when it is here: whole chains are
-        # too deep for the script's JSON encoding at Python's default limit.
+        # Through the flamegraph.py helper: whole chains are too deep for the
+        # script's JSON encoding at Python's default limit.
         local -a run=(-s "$(find_helper flamegraph.py)" -- "$script")
         (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" "${run[@]}" \
             --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
@@ -1209,7 +1207,7 @@ cmd_pid() {
     [ -r "/proc/$pid/environ" ] ||
         die "cannot read /proc/$pid/environ (no such process, or it belongs to another user)"
     local sig
-    sig=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^PYPERFINJECT_SIGNAL=//p' | tail -n 1)
+    sig=$(process_env "$pid" PYPERFINJECT_SIGNAL)
     case "${sig,,}" in
     "" | none | 0)
         die "process $pid was not started with PYPERFINJECT_SIGNAL set; switching from outside is opt-in (start it with PYPERFINJECT_SIGNAL=USR2)" ;;
