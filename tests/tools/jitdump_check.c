@@ -357,12 +357,18 @@ static bool vm_reg(struct cfi_vm *vm, uint64_t reg)
     return true;
 }
 
+/* Wrapping arithmetic: a garbage operand must give a wrong (and then
+ * reported) offset, not undefined behaviour (found by fuzz_checker, for
+ * register rules and for def_cfa_sf alike). */
+static int64_t data_aligned(const struct cfi_vm *vm, int64_t factored)
+{
+    return (int64_t)((uint64_t)factored * (uint64_t)vm->eh->data_align);
+}
+
 static void set_offset(struct cfi_vm *vm, uint64_t reg, int64_t factored)
 {
     vm->row.reg[reg].kind = PI_JDC_RULE_OFFSET;
-    /* Wrapping arithmetic: a garbage operand must give a wrong (and then
-     * reported) offset, not undefined behaviour (found by fuzz_checker). */
-    vm->row.reg[reg].off = (int64_t)((uint64_t)factored * (uint64_t)(int64_t)vm->eh->data_align);
+    vm->row.reg[reg].off = data_aligned(vm, factored);
 }
 
 /* Runs one instruction list. In the FDE, stops (successfully) at the first
@@ -415,7 +421,7 @@ static bool vm_run(struct cfi_vm *vm, const uint8_t *insns, size_t len, bool in_
                 break;
             case PI_DW_CFA_def_cfa_sf:
                 vm->row.cfa_reg = (uint32_t)cur_uleb(&c);
-                vm->row.cfa_off = cur_sleb(&c) * vm->eh->data_align;
+                vm->row.cfa_off = data_aligned(vm, cur_sleb(&c));
                 break;
             case PI_DW_CFA_def_cfa_register:
                 if (vm->row.cfa_reg == NO_CFA_REG)
@@ -430,7 +436,7 @@ static bool vm_run(struct cfi_vm *vm, const uint8_t *insns, size_t len, bool in_
             case PI_DW_CFA_def_cfa_offset_sf:
                 if (vm->row.cfa_reg == NO_CFA_REG)
                     return vm_fail(vm, "def_cfa_offset_sf before any def_cfa (+%zu)", at);
-                vm->row.cfa_off = cur_sleb(&c) * vm->eh->data_align;
+                vm->row.cfa_off = data_aligned(vm, cur_sleb(&c));
                 break;
             case PI_DW_CFA_offset_extended:
                 reg = cur_uleb(&c);
