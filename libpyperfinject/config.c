@@ -7,7 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-enum kind { KIND_BOOL, KIND_INT, KIND_DIR, KIND_SIGNAL };
+/* KIND_DIR_OR_BOOL: a directory, or 0 (none) or 1 (PYPERFINJECT_DIR). */
+enum kind { KIND_BOOL, KIND_INT, KIND_DIR, KIND_DIR_OR_BOOL, KIND_SIGNAL };
 
 struct option {
     const char *env;     /* full variable name */
@@ -31,6 +32,7 @@ static const struct option options[] = {
     {"PYPERFINJECT_SIGNAL", KIND_SIGNAL, FIELD(signal), "none", 0, 0},
     {"PYPERFINJECT_DURATION", KIND_INT, FIELD(duration), "0", 0, 31536000},
     {"PYPERFINJECT_PASSTHROUGH", KIND_BOOL, FIELD(passthrough), "0", 0, 1},
+    {"PYPERFINJECT_KEEP_BINARIES", KIND_DIR_OR_BOOL, FIELD(keep_binaries), "0", 0, 0},
 };
 
 const char *pi_config_name(size_t i)
@@ -115,6 +117,7 @@ static const char *describe(const struct option *o)
     case KIND_BOOL: return "expected 0/1, yes/no, on/off or true/false";
     case KIND_INT: return "expected an integer in range";
     case KIND_DIR: return "expected an absolute directory path";
+    case KIND_DIR_OR_BOOL: return "expected 0, 1 or an absolute directory path";
     case KIND_SIGNAL: return "expected none, USR1, USR2 or RTMIN+N";
     }
     return "";
@@ -127,6 +130,14 @@ static int apply(struct pi_config *cfg, const struct option *o, const char *valu
     case KIND_BOOL: return parse_bool(value, (int *)(void *)(base + o->offset));
     case KIND_INT: return parse_int(value, o->min, o->max, (int *)(void *)(base + o->offset));
     case KIND_DIR: return parse_dir(value, base + o->offset, sizeof cfg->dir);
+    case KIND_DIR_OR_BOOL: {
+        int on;
+        if (parse_bool(value, &on) != 0)
+            return parse_dir(value, base + o->offset, sizeof cfg->dir);
+        /* "on" until PYPERFINJECT_DIR is known (pi_config_parse) */
+        strcpy(base + o->offset, on ? "on" : "");
+        return 0;
+    }
     case KIND_SIGNAL: return parse_signal(value, (int *)(void *)(base + o->offset));
     }
     return -1;
@@ -153,5 +164,7 @@ int pi_config_parse(struct pi_config *cfg, pi_getenv_fn getenv_fn, void *ctx, ch
             return -1;
         }
     }
+    if (strcmp(cfg->keep_binaries, "on") == 0)
+        strcpy(cfg->keep_binaries, cfg->dir);
     return 0;
 }

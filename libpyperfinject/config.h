@@ -21,6 +21,9 @@ struct pi_config {
     int duration;      /* PYPERFINJECT_DURATION: seconds on before switching off, 0 = no limit */
     int passthrough;   /* PYPERFINJECT_PASSTHROUGH: benchmark floor, hook without trampolines */
     char dir[PATH_MAX - 32]; /* PYPERFINJECT_DIR: output directory (absolute) */
+    /* PYPERFINJECT_KEEP_BINARIES: where to copy the mapped ELF files
+     * (binaries.h): "" = nowhere (0, the default), 1 = dir, or a directory */
+    char keep_binaries[PATH_MAX - 32];
 };
 
 /* Looks up a variable; returns NULL when unset. */

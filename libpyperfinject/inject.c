@@ -20,6 +20,7 @@
  * fork: a child makes its own files when it makes its first trampoline, from
  * an arena of its own; its map takes the parent's lines once it keeps
  * running (fork.c). Arenas are never unmapped. */
+#include "binaries.h"
 #include "control.h"
 #include "log.h"
 #include "slot.h"
@@ -193,6 +194,26 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     return 0;
 }
 
+/* The process's ELF files, for a host that has other files at their paths
+ * (binaries.h). A failure costs names, never the profile: one line. */
+static void keep_binaries(const struct pi_state *s)
+{
+    const char *dir = s->cfg.keep_binaries;
+    if (dir[0] == '\0')
+        return;
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int copied = pi_binaries_keep(dir, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (copied < 0)
+        pi_log(PI_LOG_WARN, "%s; perf may not resolve this process's native frames on another "
+                            "machine or container host", err);
+    else
+        pi_log(PI_LOG_INFO, "kept %d binaries in %s/binaries in %.1f ms", copied, dir,
+               (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+}
+
 /* First sight of a running interpreter: now the process is really Python.
  * Report a deferred problem, or create the files. Returns 0 when the
  * interpreter may be hooked. Called with the thread state attached (3.8+)
@@ -226,6 +247,7 @@ int pi_activate(struct pi_state *s)
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
         } else {
             rc = 0;
+            keep_binaries(s);
             pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s %s", s->abi.major,
                    s->abi.minor, s->py.free_threaded ? "t" : "",
                    s->perfmap.fd >= 0 ? s->perfmap.path : "",

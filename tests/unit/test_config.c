@@ -42,6 +42,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.start, 1);
     assert_int_equal(cfg.signal, 0);
     assert_int_equal(cfg.duration, 0);
+    assert_string_equal(cfg.keep_binaries, "");
 }
 
 static void test_accepted_values(void **state)
@@ -49,7 +50,8 @@ static void test_accepted_values(void **state)
     (void)state;
     const char *env[] = {"PYPERFINJECT_ENABLE", "off",  "PYPERFINJECT_MAP", "No",
                          "PYPERFINJECT_JITDUMP", "TRUE", "PYPERFINJECT_VERBOSE", "3",
-                         "PYPERFINJECT_DIR", "/var/tmp/prof//", NULL};
+                         "PYPERFINJECT_DIR", "/var/tmp/prof//", "PYPERFINJECT_KEEP_BINARIES",
+                         "yes", NULL};
     struct pi_config cfg;
     char err[256] = "";
     assert_int_equal(parse(&cfg, env, err, sizeof err), 0);
@@ -58,6 +60,7 @@ static void test_accepted_values(void **state)
     assert_int_equal(cfg.jitdump, 1);
     assert_int_equal(cfg.verbose, 3);
     assert_string_equal(cfg.dir, "/var/tmp/prof");
+    assert_string_equal(cfg.keep_binaries, "/var/tmp/prof"); /* 1: the output directory */
 }
 
 static void expect_rejected(const char *name, const char *value)
@@ -89,6 +92,26 @@ static void test_bad_values(void **state)
     memset(huge, 'd', sizeof huge - 1);
     huge[0] = '/';
     expect_rejected("PYPERFINJECT_DIR", huge);
+    expect_rejected("PYPERFINJECT_KEEP_BINARIES", "");
+    expect_rejected("PYPERFINJECT_KEEP_BINARIES", "binaries");
+    expect_rejected("PYPERFINJECT_KEEP_BINARIES", "2");
+}
+
+static void test_keep_binaries_forms(void **state)
+{
+    (void)state;
+    const char *off[] = {"PYPERFINJECT_KEEP_BINARIES", "off", NULL};
+    const char *dir[] = {"PYPERFINJECT_KEEP_BINARIES", "/profile/", "PYPERFINJECT_DIR",
+                         "/profile/pidns-1-2", NULL};
+    const char *on[] = {"PYPERFINJECT_KEEP_BINARIES", "1", NULL};
+    struct pi_config cfg;
+    char err[256] = "";
+    assert_int_equal(parse(&cfg, off, err, sizeof err), 0);
+    assert_string_equal(cfg.keep_binaries, "");
+    assert_int_equal(parse(&cfg, dir, err, sizeof err), 0);
+    assert_string_equal(cfg.keep_binaries, "/profile"); /* shared by the runs below it */
+    assert_int_equal(parse(&cfg, on, err, sizeof err), 0);
+    assert_string_equal(cfg.keep_binaries, "/tmp"); /* the default output directory */
 }
 
 static void test_signals(void **state)
@@ -131,7 +154,7 @@ static void test_every_name_is_listed(void **state)
         assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
         i++;
     }
-    assert_int_equal(i, 10);
+    assert_int_equal(i, 11);
 }
 
 int main(void)
@@ -141,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_accepted_values),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_signals),
+        cmocka_unit_test(test_keep_binaries_forms),
         cmocka_unit_test(test_every_name_is_listed),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
