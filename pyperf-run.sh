@@ -393,7 +393,11 @@ cmd_exec() {
         if name=$(pidns_run_name); then sub="$dir/$name"; else sub=$dir; fi
         if mkdir -p -- "$sub" 2>/dev/null && [ -w "$sub" ] && sub=$(abs_dir "$sub"); then
             PYPERFINJECT_DIR=$sub
-            export PYPERFINJECT_DIR
+            # The host may have other files at the interpreter's paths: keep
+            # this process's own, once per build id in the shared directory
+            # (not per run: every container start would copy them again).
+            PYPERFINJECT_KEEP_BINARIES=${PYPERFINJECT_KEEP_BINARIES:-$(abs_dir "$dir")}
+            export PYPERFINJECT_DIR PYPERFINJECT_KEEP_BINARIES
         else
             # A read-only root without the mount, or a user who may not
             # write there: the library keeps its default (/tmp), where it
@@ -551,7 +555,10 @@ cmd_record() {
         # root). 8 MiB per CPU lost none with two busy CPUs at 64 KiB.
         [ "$(id -u)" -ne 0 ] || popts+=(-m 8M)
     fi
-    [ "$sw" -eq 0 ] || popts+=(-a)
+    # System-wide: some processes may run in containers, whose files at a
+    # path differ from the host's. The kernel's build id in each mmap record
+    # lets perf find their own copies (cache_kept_binaries).
+    [ "$sw" -eq 0 ] || popts+=(-a --buildid-mmap)
     [ -z "$pid" ] || popts+=(-p "$pid")
     # Last, so that perf's own options given after -- win.
     popts+=("${perf_extra[@]}")
@@ -744,6 +751,28 @@ report_written() {
     } >&2
 }
 
+# Gives the ELF files that processes kept under SEARCH (binaries/BUILD-ID/,
+# PYPERFINJECT_KEEP_BINARIES=1, which exec mode sets with --dir) to perf's
+# build-id cache: a recording made with --buildid-mmap then symbolises and
+# unwinds a container's interpreter with its own file, not with the host's
+# file at the same path.
+cache_kept_binaries() {
+    local search=$1 f id cache=${PERF_CACHE[1]} added=0 failed=0
+    while IFS= read -r -d '' f; do
+        id=${f%/*}
+        id=${id##*/}
+        [[ "$id" =~ ^[0-9a-f]{4,128}$ ]] || continue
+        [ ! -e "$cache/.build-id/${id:0:2}/${id:2}" ] || continue
+        if "$PERF" "${PERF_CACHE[@]}" buildid-cache -a "$f" 2>/dev/null; then
+            added=$((added + 1))
+        else
+            failed=$((failed + 1))
+        fi
+    done < <(find "$search" -path "$cache" -prune -o -path '*/binaries/*/*' -type f ! -name '.*' -print0 2>/dev/null)
+    [ "$added" -eq 0 ] || note "added $added binaries the profiled processes kept to the build-id cache $cache"
+    [ "$failed" -eq 0 ] || warn "perf buildid-cache refused $failed of the binaries kept under $search"
+}
+
 # Makes OUT/perf.jit.data from DATA: first rewrites the records of processes
 # that ran in another PID namespace (their files are found under SEARCH) and
 # points those of ADOPT (record --pid's process) at a copy of its jitdump in
@@ -765,6 +794,7 @@ fix_and_inject() {
     else
         warn "no python3 here to adapt the recording to processes from other PID namespaces; if there were such processes their Python names will be missing"
     fi
+    cache_kept_binaries "$search"
     local err
     if ! err=$(cd -- "$out" && "$PERF" "${PERF_CACHE[@]}" inject --jit -i "$input" -o "$out/perf.jit.data" 2>&1); then
         rm -f -- "$fixed" "$out/perf.jit.data"
@@ -792,6 +822,14 @@ data_of() {
     fi
 }
 
+# perf's build-id cache of the recording DATA is in (record and import keep
+# one there, with the binaries of processes from containers).
+use_recording_cache() {
+    local d
+    d=$(dirname -- "$(readlink -f -- "$1")")
+    [ ! -d "$d/.debug" ] || PERF_CACHE=(--buildid-dir "$d/.debug")
+}
+
 cmd_report() {
     local dir="" flame=""
     local -a extra=()
@@ -812,13 +850,14 @@ cmd_report() {
     command -v "$PERF" >/dev/null 2>&1 || require_perf cpu-clock
     local data
     data=$(data_of "$dir")
+    use_recording_cache "$data"
     report_chains "$dir" "$data"
     if [ -n "$flame" ]; then
         make_flamegraph "$data" "$flame"
         return
     fi
     # The arguments after -- come last: a --max-stack there wins.
-    exec "$PERF" report -i "$data" --max-stack "$REPORT_MAX_STACK" "${extra[@]}"
+    exec "$PERF" "${PERF_CACHE[@]}" report -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline "${extra[@]}"
 }
 
 # ------------------------------------------------------------ hotspot mode
@@ -1016,19 +1055,19 @@ make_flamegraph() {
         # Through the flamegraph.py helper: whole chains are too deep for the
         # script's JSON encoding at Python's default limit.
         local -a run=(-s "$(find_helper flamegraph.py)" -- "$script")
-        (cd "$tmp" && "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" "${run[@]}" \
+        (cd "$tmp" && "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline "${run[@]}" \
             --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
             { cat "$tmp/log" >&2; die "perf's flamegraph script failed"; }
         note "flame graph: $file (perf's flamegraph script, template $template)"
         ;;
     inferno)
-        "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" 2>"$tmp/log" | inferno-collapse-perf | inferno-flamegraph \
+        "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline 2>"$tmp/log" | inferno-collapse-perf | inferno-flamegraph \
             --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
             { cat "$tmp/log" >&2; die "inferno failed"; }
         note "flame graph: $file (inferno)"
         ;;
     flamegraph-pl)
-        "$PERF" script -i "$data" --max-stack "$REPORT_MAX_STACK" 2>"$tmp/log" | "$(fg_pl stackcollapse-perf.pl)" | "$(fg_pl flamegraph.pl)" \
+        "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline 2>"$tmp/log" | "$(fg_pl stackcollapse-perf.pl)" | "$(fg_pl flamegraph.pl)" \
             --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
             { cat "$tmp/log" >&2; die "FlameGraph failed"; }
         note "flame graph: $file (FlameGraph)"

@@ -102,7 +102,10 @@ def samples(path, pids):
 
 
 def chains(data, pids, slices):
-    cmd = [PERF, "script", "-i", data, "--max-stack", MAX_STACK, "--no-inline", "--ns",
+    # The recording's own build-id cache holds the binaries of processes
+    # from containers (pyperf-run record and import keep it next to DATA).
+    cache = os.path.join(os.path.dirname(data), ".debug")
+    cmd = [PERF] + (["--buildid-dir", cache] if os.path.isdir(cache) else []) + ["script", "-i", data, "--max-stack", MAX_STACK, "--no-inline", "--ns",
            "-F", "tid,time,ip,sym,dso", "--pid", ",".join(str(p) for p in pids)]
     if slices:
         cmd += ["--time", slices]
