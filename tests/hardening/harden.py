@@ -654,7 +654,7 @@ SIGRTMIN = 34
 def model(var, value):
     """The documented grammar (docs/configuration.md); True if accepted."""
     if isinstance(value, bytes):
-        return False if var != "DIR" else value.startswith(b"/")
+        return False if var not in ("DIR", "KEEP_BINARIES") else value.startswith(b"/")
     v = value
 
     def is_int(s, lo, hi):
@@ -671,7 +671,9 @@ def model(var, value):
         return is_int(v, 0, 3)
     if var == "DURATION":
         return is_int(v, 0, 31536000)
-    if var == "DIR":
+    if var == "KEEP_BINARIES" and v.lower() in ("1", "0", "yes", "no", "on", "off", "true", "false"):
+        return True
+    if var in ("DIR", "KEEP_BINARIES"):
         return bool(v) and v.startswith("/") and len(v.encode()) < 4064 and \
             not any(ord(c) < 0x20 or ord(c) == 0x7f for c in v)
     if var == "SIGNAL":
@@ -702,7 +704,7 @@ def t_env(var):
         plain = ctx.run(argv, False, out)
         checked = rejected = 0
         for value in BAD_VALUES:
-            if var == "DIR" and value in ("/",):
+            if var in ("DIR", "KEEP_BINARIES") and value in ("/",):
                 continue  # would write into / (accepted, but not here)
             name = "PYPERFINJECT_" + var
             env = {name: value} if not isinstance(value, bytes) else {}
@@ -735,7 +737,10 @@ def t_env(var):
                 if os.listdir(out):
                     raise Fail("%s=%s: files written despite the bad value" % (name, shown))
             for f in os.listdir(out):
-                os.unlink(os.path.join(out, f))
+                if os.path.isdir(os.path.join(out, f)):  # binaries/ (KEEP_BINARIES)
+                    shutil.rmtree(os.path.join(out, f))
+                else:
+                    os.unlink(os.path.join(out, f))
             checked += 1
         return "%d values, %d rejected with one line" % (checked, rejected)
     return test
@@ -1428,7 +1433,7 @@ TESTS = [
     ("fs/deleted-cwd", t_deleted_cwd, ("debian",)),
 ] + [("env/" + v, t_env(v), ("debian",)) for v in
      ("ENABLE", "MAP", "JITDUMP", "VERBOSE", "FORK_COPY", "DIR", "START", "SIGNAL", "DURATION",
-      "PASSTHROUGH")] + [
+      "PASSTHROUGH", "KEEP_BINARIES")] + [
     ("input/hostile-names", t_names, SMOKE_ALL),
     ("crash/sigkill", t_kill, ("debian", "newest-sid")),
     ("crash/sigkill-perf-inject", t_kill_perf, ("debian",)),
