@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 1
 stage() { printf '\n== %s\n' "$*"; }
 
 stage "dependencies"
-bash tests/provision/deps.sh core aarch64 provision programs
+bash tests/provision/deps.sh core aarch64 provision programs containers
 
 # Sanitizers (SANITIZE=...): build/ (library, tools, unit tests) is built
 # instrumented and every suite runs against it. An uninstrumented program
@@ -187,15 +187,20 @@ else
 fi
 
 # Suites with a runner of their own; each ends with "NAME: N passed, N failed,
-# N skipped" (tests/wrapper: pyperf-run and containers; tests/aarch64: the
+# N skipped" (tests/wrapper: pyperf-run and PID namespaces; tests/containers:
+# the container recipe on podman; tests/aarch64: the
 # cross build under qemu; bench: the benchmark in smoke mode; tests/hardening).
 # The hardening suite runs every stage: harden, regrtest, fuzz (12 s per
 # libFuzzer target) and sanitize (the short ASan+UBSan and TSan run).
-for suite in tests/wrapper tests/aarch64 bench tests/hardening; do
+for suite in tests/wrapper tests/containers tests/aarch64 bench tests/hardening; do
     [ -f "$suite/run.sh" ] || continue
     stage "$suite"
     if [ "$suite" = tests/aarch64 ] && [ -n "${SANITIZE:-}" ]; then
         skip "tests/aarch64: the aarch64 build is not instrumented in a SANITIZE run"
+        continue
+    fi
+    if [ "$suite" = tests/containers ] && [ -n "${SANITIZE:-}" ]; then
+        skip "tests/containers: the image builds the library users get (its own uninstrumented build)"
         continue
     fi
     # GCC's TSan runtime preloaded alone is never initialised (instrumented

@@ -13,6 +13,8 @@
 #   --force  rebuild the wrapper even if the existing one works
 #   --list   only print the VERSIONs (3.X and 3.X-dbg) the suite has for the
 #            arch, one a line (suite default sid); no VERSION arguments
+#   --archive only print the Debian archive URI taken from this machine's
+#            apt sources (for debootstrap: tests/provision/container-image.sh)
 #
 # For each interpreter prints one line on stdout and exits 0 either way:
 #   provisioned <label> <wrapper>        label: pythonVERSION[-dbg]-SUITE-ARCH
@@ -67,7 +69,7 @@ LIST_MAX_AGE_MIN=${PYPERFINJECT_LIST_MAX_AGE_MIN:-720}
 FALLBACK_SUITES="trixie bookworm"
 CHECK_IMPORTS='import json, ssl, sqlite3, ctypes, multiprocessing, threading, hashlib, zlib, bz2, lzma, decimal, uuid'
 
-usage() { sed -n '2,20s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,22s/^# \{0,1\}//p' "$0"; }
 die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 log() { echo "$PROG: $*" >&2; }
 
@@ -75,6 +77,7 @@ arch=amd64
 suite=
 force=0
 list=0
+archive=0
 versions=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -85,6 +88,7 @@ while [ $# -gt 0 ]; do
     --suite=*) suite=${1#--suite=} ;;
     --force) force=1 ;;
     --list) list=1 ;;
+    --archive) archive=1 ;;
     -*) die_usage "unknown option $1" ;;
     *) versions+=("$1") ;;
     esac
@@ -92,8 +96,8 @@ while [ $# -gt 0 ]; do
 done
 case "$arch" in amd64 | arm64) ;; *) die_usage "unsupported --arch '$arch' (amd64|arm64)" ;; esac
 [ -z "$suite" ] || [[ "$suite" =~ ^[a-z][a-z0-9-]*$ ]] || die_usage "bad --suite '$suite'"
-if [ "$list" -eq 1 ]; then
-    [ "${#versions[@]}" -eq 0 ] || die_usage "--list takes no VERSION"
+if [ "$list" -eq 1 ] || [ "$archive" -eq 1 ]; then
+    [ "${#versions[@]}" -eq 0 ] || die_usage "--list and --archive take no VERSION"
 else
     [ "${#versions[@]}" -gt 0 ] || die_usage "no VERSION given"
 fi
@@ -175,6 +179,12 @@ host_archive() {
         END { flush(); if (best > 0) print bu, bk; else exit 1 }
     ' "${files[@]}"
 }
+
+if [ "$archive" -eq 1 ]; then
+    a=$(host_archive) || { log "no Debian archive found in this machine's apt sources (set PYPERFINJECT_DEBIAN_URI)"; exit 1; }
+    echo "${a% *}"
+    exit 0
+fi
 
 # ------------------------------------------------------------ private apt
 # Sets globals for SUITE-ARCH: APTDIR SYSROOT APTCONF.

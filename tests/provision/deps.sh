@@ -2,12 +2,13 @@
 # deps.sh - install the Debian packages the libpyperfinject test suite needs.
 #
 # Usage: deps.sh [--strict] [GROUP...]
-#   GROUP: core | aarch64 | provision | programs | all   (default: all)
+#   GROUP: core | aarch64 | provision | programs | containers | all   (default: all)
 #     core       build + unit/integration test tools for the host
 #     aarch64    cross compiler, arm64 libc headers and qemu-user (qemu-aarch64)
 #     provision  what tests/provision/debian-python.sh needs beyond apt+dpkg
 #     programs   real programs the hardening suite runs under the library
 #                (Twisted's and gevent's process spawning, on Debian's python3)
+#     containers a real container engine and a base image (tests/containers)
 #
 # As root: runs `apt-get update` once if the package lists are missing or
 # stale, then `apt-get install -y --no-install-recommends` for what is missing.
@@ -23,11 +24,13 @@ readonly GROUP_CORE="libcmocka-dev libunwind-dev python3.11-dbg shellcheck clang
 readonly GROUP_AARCH64="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 readonly GROUP_PROVISION="debian-archive-keyring"
 readonly GROUP_PROGRAMS="python3-twisted python3-gevent"
+# catatonit: podman run --init; debootstrap: the base image (no registry).
+readonly GROUP_CONTAINERS="podman runc catatonit debootstrap"
 # Lists older than this many minutes are refreshed before installing.
 readonly STALE_MINUTES=$((24 * 60))
 
 usage() {
-    sed -n '2,17s/^# \{0,1\}//p' "$0"
+    sed -n '2,18s/^# \{0,1\}//p' "$0"
 }
 
 strict=0
@@ -36,7 +39,7 @@ for arg in "$@"; do
     case "$arg" in
     -h | --help) usage; exit 0 ;;
     --strict) strict=1 ;;
-    core | aarch64 | provision | programs | all) groups+=("$arg") ;;
+    core | aarch64 | provision | programs | containers | all) groups+=("$arg") ;;
     *) echo "deps: unknown group '$arg'" >&2; usage >&2; exit 2 ;;
     esac
 done
@@ -49,7 +52,8 @@ for g in "${groups[@]}"; do
     aarch64) read -r -a p <<<"$GROUP_AARCH64" ;;
     provision) read -r -a p <<<"$GROUP_PROVISION" ;;
     programs) read -r -a p <<<"$GROUP_PROGRAMS" ;;
-    all) read -r -a p <<<"$GROUP_CORE $GROUP_AARCH64 $GROUP_PROVISION $GROUP_PROGRAMS" ;;
+    containers) read -r -a p <<<"$GROUP_CONTAINERS" ;;
+    all) read -r -a p <<<"$GROUP_CORE $GROUP_AARCH64 $GROUP_PROVISION $GROUP_PROGRAMS $GROUP_CONTAINERS" ;;
     esac
     wanted+=("${p[@]}")
 done
