@@ -22,6 +22,11 @@
 #   pyperf-run report DIR [--flamegraph FILE] [-- PERF-REPORT-ARGS...]
 #       perf report on DIR's injected data, or write a flame graph
 #       (FILE.html: perf's flamegraph script; FILE.svg: inferno or FlameGraph).
+#   pyperf-run report DIR --folded FILE | --speedscope FILE | --pprof FILE [--native]
+#       export the samples: collapsed stacks; speedscope's JSON; pprof's
+#       profile.proto (FILE.pb.gz: go tool pprof, Pyroscope, Parca). The
+#       Python view folds the interpreter's call machinery between Python
+#       frames; --native keeps every frame.
 #   pyperf-run hotspot DIR [-- HOTSPOT-ARGS...]
 #       Open DIR's recording in hotspot with its Python names (hotspot reads
 #       them from perf-PID.map files in its TMPDIR: a private one, removed
@@ -830,14 +835,31 @@ use_recording_cache() {
     [ ! -d "$d/.debug" ] || PERF_CACHE=(--buildid-dir "$d/.debug")
 }
 
+# export_samples DATA FORMAT FILE [--native]: export.py's one line, or die.
+export_samples() {
+    local data=$1 format=$2 file=$3 py
+    shift 3
+    py=$(helper_python) || die "--$format needs python3 on this machine"
+    env -u LD_PRELOAD "$py" -I "$(find_helper export.py)" "$PERF" "$data" "$format" "$file" "$@" >&2 ||
+        die "could not write $file"
+}
+
 cmd_report() {
-    local dir="" flame=""
+    local dir="" flame="" format="" file="" native=""
     local -a extra=()
     while [ $# -gt 0 ]; do
         case "$1" in
         --) shift; extra=("$@"); break ;;
         --flamegraph) [ $# -ge 2 ] || usage_error "--flamegraph needs a file"; flame=$2; shift 2 ;;
         --flamegraph=*) flame=${1#--flamegraph=}; shift ;;
+        --folded | --speedscope | --pprof)
+            [ $# -ge 2 ] || usage_error "$1 needs a file"
+            [ -z "$format" ] || usage_error "one of --folded, --speedscope, --pprof at a time"
+            format=${1#--}
+            file=$2
+            shift 2
+            ;;
+        --native) native=--native; shift ;;
         -*) usage_error "report: unknown option '$1' (perf report options go after --)" ;;
         *)
             [ -z "$dir" ] || usage_error "report: one DIR only"
@@ -851,6 +873,12 @@ cmd_report() {
     local data
     data=$(data_of "$dir")
     use_recording_cache "$data"
+    if [ -n "$format" ]; then
+        [ -z "$flame" ] || usage_error "--flamegraph and --$format: one at a time"
+        export_samples "$data" "$format" "$file" ${native:+"$native"}
+        return
+    fi
+    [ -z "$native" ] || usage_error "--native goes with --folded, --speedscope or --pprof"
     report_chains "$dir" "$data"
     if [ -n "$flame" ]; then
         make_flamegraph "$data" "$flame"

@@ -132,6 +132,28 @@ for t in build/tests/test_*; do
     add_cmocka "$(basename "$t")" $? "$out"
 done
 
+# pyperf-run's Python helpers (pyperf-run-helpers/): unittest, each test
+# counted as cmocka's are.
+stage "unit tests (pyperf-run helpers)"
+helper_py=$(command -v python3 || true)
+if [ -x /usr/bin/python3 ]; then helper_py=/usr/bin/python3; fi
+if [ -z "$helper_py" ]; then
+    skip "helper unit tests: no python3"
+else
+    out=$("$helper_py" -m unittest discover -s tests/helpers -v 2>&1)
+    rc=$?
+    n=$(grep -cE '\.\.\. ok$' <<<"$out")
+    printf '%s\n' "$out" | grep -E '\.\.\. (FAIL|ERROR)$|^(FAIL|ERROR):' || true
+    bad=$(grep -cE '\.\.\. (FAIL|ERROR)$' <<<"$out")
+    printf '%-40s %s passed, %s failed\n' "tests/helpers" "$n" "$bad"
+    passed=$((passed + n))
+    failed=$((failed + bad))
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+        printf '%s\n' "$out" | tail -n 15
+        fail "tests/helpers: unittest exited $rc"
+    fi
+fi
+
 stage "shellcheck"
 if command -v shellcheck >/dev/null; then
     mapfile -t scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || ls ./*.sh tests/*.sh tests/provision/*.sh .ci/run)

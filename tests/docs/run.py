@@ -22,6 +22,7 @@ The last line is "docs: N passed, N failed, N skipped".
 """
 import argparse
 import glob
+import gzip
 import os
 import re
 import shlex
@@ -293,6 +294,41 @@ def c_flamegraph(ctx, cmd):
     with open(target, errors="replace") as f:
         names = app_names_in(f.read())
     return "%s holds %s" % (os.path.basename(target), ", ".join(names))
+
+
+def c_export(ctx, cmd):
+    """An export of the shared recording: the example's functions in it
+    (pprof: through gzip and its string table)."""
+    need_perf()
+    filled = ctx.fill(cmd)
+    target = os.path.join(ctx.work, shlex.split(filled)[4])
+    if os.path.exists(target):
+        os.unlink(target)
+    rc, out = ctx.sh(filled)
+    expect(rc, out, 0, [r"\d+ samples, \d+ functions, (the Python view|every frame)"])
+    if target.endswith(".gz"):
+        with gzip.open(target) as f:
+            text = f.read().decode("utf-8", "replace")
+    else:
+        with open(target, errors="replace") as f:
+            text = f.read()
+    if "--native" not in filled and re.search(r"_PyEval_EvalFrameDefault|_PyFunction_Vectorcall", text):
+        raise Fail("the Python view still has the interpreter's call machinery")
+    return "%s: %s" % (os.path.basename(target), ", ".join(app_names_in(text)))
+
+
+def c_go_pprof(ctx, cmd):
+    """pprof itself lists the example's functions at their file:line."""
+    if not shutil.which("go"):
+        raise Skip("go (golang-go) is not installed")
+    if not os.path.exists(os.path.join(ctx.work, "profile.pb.gz")):
+        raise Fail("no profile.pb.gz from the documented export above")
+    rc, out = ctx.sh(cmd, {"HOME": ctx.work})
+    expect(rc, out, 0)
+    listed = [f for f in APP_FUNCTIONS if re.search(r" %s \S*app\.py:\d+$" % f, out, re.M)]
+    if len(listed) < 3:
+        raise Fail("pprof lists %s: %s" % (listed, out[-400:]))
+    return "pprof lists %s with app.py:LINE" % ", ".join(listed)
 
 
 def c_perf_script(ctx, cmd):
@@ -605,6 +641,8 @@ CHECKS = [
     (r"pyperf-run report (pyperf-DATE-TIME|DIR)( -- .*)?", c_report),
     (r"pyperf-run report (pyperf-DATE-TIME|DIR) --flamegraph \S+", c_flamegraph),
     (r"perf script -i DIR/perf\.jit\.data > app\.perf", c_perf_script),
+    (r"pyperf-run report DIR --(pprof|speedscope|folded) \S+( --native)?", c_export),
+    (r"go tool pprof -top -lines profile\.pb\.gz", c_go_pprof),
     (r"pyperf-run check -- python3", c_check),
     (r"pyperf-run -- python app\.py", c_exec_only),
     (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),

@@ -12,7 +12,7 @@
 #
 # As root it first installs what is missing (Debian: chromium, linux-perf,
 # ShellCheck, pkgconf, groff-base, hotspot, xvfb, xauth, xdotool, x11-utils,
-# imagemagick; npm: the d3-flame-graph template into $PYPERFINJECT_CACHE/npm).
+# imagemagick, bpftrace, golang-go; npm: the d3-flame-graph template into $PYPERFINJECT_CACHE/npm).
 # Artifacts (recordings, flame graphs, screenshots, logs) go to
 # build/wrapper-test/. A test that needs something absent is a SKIP with the
 # reason; a failed test keeps its files in build/wrapper-test/tmp.*.
@@ -374,6 +374,28 @@ EOF
 
 # record_e2e LABEL PYTHON [ENV...]: the everyday command, then report and an
 # HTML flame graph checked in Chromium.
+# check_python_view REC: report --folded's Python view of this recording has
+# py::main -> py::bar -> py::foo with nothing between them in (nearly) every
+# sample of foo, where every frame (--native) has the interpreter's calls;
+# the C work under foo stays.
+check_python_view() {
+    local rec=$1 all py native work
+    "$W" report "$rec" --folded "$T/python.folded" 2>"$T/export.txt" || { cat "$T/export.txt"; die_test "report --folded failed"; }
+    "$W" report "$rec" --folded "$T/native.folded" --native 2>>"$T/export.txt" ||
+        { cat "$T/export.txt"; die_test "report --folded --native failed"; }
+    cat "$T/export.txt"
+    local triple="py::main:$APP;py::bar:$APP;py::foo:$APP"
+    all=$(awk -v f="py::foo:$APP" 'index($0, f) { n += $NF } END { print n + 0 }' "$T/python.folded")
+    py=$(awk -v t="$triple" 'index($0, t) { n += $NF } END { print n + 0 }' "$T/python.folded")
+    native=$(awk -v t="$triple" 'index($0, t) { n += $NF } END { print n + 0 }' "$T/native.folded")
+    work=$(awk -v f="py::foo:$APP;" 'index($0, f) { n += $NF } END { print n + 0 }' "$T/python.folded")
+    echo "samples of py::foo: $all; with main;bar;foo adjacent: $py in the Python view, $native with every frame; with a native frame under foo: $work"
+    [ "$all" -gt 0 ] || die_test "the Python view has no sample of py::foo"
+    [ $((py * 100)) -ge $((all * 95)) ] || die_test "the Python view leaves frames between py::main, py::bar and py::foo in $((all - py)) of $all samples"
+    [ "$native" -eq 0 ] || die_test "--native folded frames: main;bar;foo adjacent in $native samples"
+    [ "$work" -gt 0 ] || die_test "the Python view dropped all native work under py::foo"
+}
+
 record_e2e() {
     local label=$1 py=$2
     shift 2
@@ -394,6 +416,7 @@ record_e2e() {
     "$W" report rec -- --stdio --no-children --sort sym >"$T/report.txt" 2>/dev/null ||
         die_test "pyperf-run report failed"
     grep -q "py::foo:$APP" "$T/report.txt" || die_test "pyperf-run report shows no py::foo"
+    check_python_view rec
     # Flame graph, then what a person sees.
     local tpl
     tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
@@ -419,6 +442,34 @@ test_record_pyenv_3_8() {
         record_e2e pyenv-3.8 "${p%% *}/versions/${p#* }/bin/python"
     fi
     grep -q "versions/${p#* }/bin/python" rec/pyperf-run.txt || die_test "the shim was not resolved to pyenv's 3.8"
+}
+
+# report --pprof read by its real consumer (go tool pprof), --speedscope by
+# a JSON parser: the example's functions with their file and first line.
+test_export_pprof_speedscope() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    "$W" record -o rec -- "$(default_python)" "$APP" >"$T/record.txt" 2>&1 ||
+        { cat "$T/record.txt"; die_test "pyperf-run record failed"; }
+    expect_rc 0 "$W" report rec --speedscope "$T/p.speedscope.json"
+    expect_out "p.speedscope.json: [0-9]+ samples"
+    local f line
+    for f in foo bar main; do
+        line=$(grep -n "^def $f(" "$APP" | cut -d: -f1)
+        "$PYTHON_HELPER" -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+want = {"name": "py::%s:%s" % (sys.argv[2], sys.argv[3]), "file": sys.argv[3], "line": int(sys.argv[4])}
+assert want in doc["shared"]["frames"], (want, doc["shared"]["frames"][:5])
+' "$T/p.speedscope.json" "$f" "$APP" "$line" || die_test "the speedscope file lacks $f at $APP:$line"
+    done
+    expect_rc 0 "$W" report rec --pprof "$T/p.pb.gz"
+    has go || skip_test "speedscope checked; go (golang-go) is not installed for go tool pprof"
+    HOME=$T go tool pprof -top -lines "$T/p.pb.gz" >"$T/pprof.txt" 2>&1 || { cat "$T/pprof.txt"; die_test "go tool pprof failed"; }
+    cat "$T/pprof.txt"
+    for f in foo bar main; do
+        line=$(grep -n "^def $f(" "$APP" | cut -d: -f1)
+        grep -qE " $f $APP:$line\$" "$T/pprof.txt" || die_test "go tool pprof -top -lines does not list $f $APP:$line"
+    done
 }
 
 test_record_matrix() {
@@ -1139,7 +1190,7 @@ provision() {
     local -a missing=()
     if has dpkg-query; then
         mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux \
-            hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace)
+            hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace golang-go)
     fi
     if [ "${#missing[@]}" -gt 0 ]; then
         if [ "$(id -u)" -eq 0 ]; then
@@ -1208,6 +1259,7 @@ run_test record_pid
 run_test record_buildid_cache
 run_test record_exit_and_settings
 run_test record_gone_dump
+run_test export_pprof_speedscope
 run_test hotspot_parser
 run_test hotspot_gui
 run_test namespace_host_step
