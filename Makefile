@@ -28,7 +28,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all lib unit-tests tools check demo clean deps
-all: lib tools
+all: lib tools renderers
 
 lib: $(BUILD)/libpyperfinject.so
 

@@ -967,11 +967,15 @@ find_d3_template() {
     local c root rel="d3-flame-graph/dist/templates/$D3_TEMPLATE_NAME"
     local -a cands=()
     [ -z "${PYPERF_RUN_FLAMEGRAPH_TEMPLATE:-}" ] || cands+=("$PYPERF_RUN_FLAMEGRAPH_TEMPLATE")
-    cands+=("/usr/share/d3-flame-graph/$D3_TEMPLATE_NAME"
+    # The pinned copy `make` fetched (renderers/package.json): in the source
+    # tree, or installed next to bin/.
+    cands+=("$(script_dir)/build/renderers/node_modules/$rel"
+        "$(script_dir)/../share/pyperfinject/$D3_TEMPLATE_NAME"
+        "/usr/share/d3-flame-graph/$D3_TEMPLATE_NAME"
         "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/pyperfinject/npm/node_modules/$rel")
     for c in "${cands[@]}"; do
         if [ -f "$c" ]; then
-            D3_TEMPLATE=$c
+            D3_TEMPLATE=$(readlink -f -- "$c")
             return 0
         fi
     done
@@ -1009,7 +1013,7 @@ pick_flamegraph_tool() {
             if ! perf_flamegraph_script; then
                 FG_MISSING+=("perf's flamegraph script: this perf has no scripts/python/flamegraph.py or no Python scripting support")
             elif ! find_d3_template; then
-                FG_MISSING+=("perf's flamegraph script (HTML): the d3-flame-graph template $D3_TEMPLATE_NAME is missing; install it with: npm install -g $D3_TEMPLATE_PKG (Fedora: dnf install js-d3-flame-graph), or set PYPERF_RUN_FLAMEGRAPH_TEMPLATE=/path/to/$D3_TEMPLATE_NAME")
+                FG_MISSING+=("perf's flamegraph script (HTML): the d3-flame-graph template $D3_TEMPLATE_NAME is missing; make fetches it when npm is installed (make renderers), or: npm install -g $D3_TEMPLATE_PKG (Fedora: dnf install js-d3-flame-graph), or set PYPERF_RUN_FLAMEGRAPH_TEMPLATE=/path/to/$D3_TEMPLATE_NAME")
             else
                 FG_TOOL=perf-d3
                 return 0

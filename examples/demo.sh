@@ -15,6 +15,9 @@ case "$(cat build/.flags 2>/dev/null)" in
 esac
 # SANITIZE= : not the one a surrounding `make check SANITIZE=...` passes down.
 make -s BUILD="$build" SANITIZE= lib
+# The flame-graph template the report's next step uses (a note, not a
+# failure, without npm).
+make -s renderers
 lib=$PWD/$build/libpyperfinject.so
 
 python=${PYTHON:-$(command -v python3 || true)}

@@ -12,7 +12,8 @@
 #
 # As root it first installs what is missing (Debian: chromium, linux-perf,
 # ShellCheck, pkgconf, groff-base, hotspot, xvfb, xauth, xdotool, x11-utils,
-# imagemagick, bpftrace, golang-go; npm: the d3-flame-graph template into $PYPERFINJECT_CACHE/npm).
+# imagemagick, bpftrace, golang-go) and runs `make renderers` (the pinned
+# d3-flame-graph template and speedscope, from npm, into build/renderers).
 # Artifacts (recordings, flame graphs, screenshots, logs) go to
 # build/wrapper-test/. A test that needs something absent is a SKIP with the
 # reason; a failed test keeps its files in build/wrapper-test/tmp.*.
@@ -33,7 +34,6 @@ export W_REAL="${PYPERF_RUN_UNDER_TEST:-$ROOT/pyperf-run.sh}"
 export W="$W_REAL"
 [ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || W="$ART/pyperf-run-sanitized"
 export CACHE="${PYPERFINJECT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyperfinject}"
-readonly D3_PKG=d3-flame-graph@4.1.3
 readonly SKIP_RC=77
 
 # ------------------------------------------------------------ test helpers
@@ -420,8 +420,8 @@ record_e2e() {
     # Flame graph, then what a person sees.
     local tpl
     tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
-    [ -f "${tpl:-/nonexistent}" ] || skip_test "recording checked; no flame graph: the d3-flame-graph template could not be installed (npm install $D3_PKG)"
-    PYPERF_RUN_FLAMEGRAPH_TEMPLATE=$tpl "$W" report rec --flamegraph "$ART/flamegraph-$label.html" ||
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "recording checked; no flame graph: make renderers could not fetch the pinned d3-flame-graph template (see $ART/renderers.log)"
+    "$W" report rec --flamegraph "$ART/flamegraph-$label.html" ||
         die_test "pyperf-run report --flamegraph failed"
     grep -q 'py::foo' "$ART/flamegraph-$label.html" || die_test "the flame graph file has no py::foo"
     has chromium || skip_test "recording and flame graph checked; chromium is not installed to render it"
@@ -620,8 +620,8 @@ test_record_exit_and_settings() {
     expect_out 'no Python names'
     local tpl
     tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
-    [ -f "${tpl:-/nonexistent}" ] || skip_test "the flame graph path of the exit status: no d3-flame-graph template (npm install $D3_PKG)"
-    PYPERF_RUN_FLAMEGRAPH_TEMPLATE=$tpl expect_rc 3 "$W" record -o "$T/r6" --flamegraph "$T/f6.html" -- "$py" -c "$ran" "$T/ran6"
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "the flame graph path of the exit status: no d3-flame-graph template (make renderers failed, see $ART/renderers.log)"
+    expect_rc 3 "$W" record -o "$T/r6" --flamegraph "$T/f6.html" -- "$py" -c "$ran" "$T/ran6"
     [ -s "$T/f6.html" ] || die_test "no flame graph written"
 }
 
@@ -977,9 +977,9 @@ test_flamegraph_deep() {
     perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
     local tpl
     tpl=$(cat "$ART/d3-template" 2>/dev/null || true)
-    [ -f "${tpl:-/nonexistent}" ] || skip_test "the d3-flame-graph template could not be installed (npm install $D3_PKG)"
+    [ -f "${tpl:-/nonexistent}" ] || skip_test "make renderers could not fetch the pinned d3-flame-graph template (see $ART/renderers.log)"
     expect_rc 0 "$W" record -o "$T/rec" -F 299 -- "$(default_python)" "$DEEP" 100
-    expect_rc 0 env PYPERF_RUN_FLAMEGRAPH_TEMPLATE="$tpl" "$W" report "$T/rec" --flamegraph "$T/deep.html"
+    expect_rc 0 "$W" report "$T/rec" --flamegraph "$T/deep.html"
     grep -q 'py::rec' "$T/deep.html" || die_test "the flame graph has no py::rec"
 }
 
@@ -1117,6 +1117,19 @@ test_install() {
     mkdir "$T/maps"
     PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$stage$prefix/bin/pyperf-run" -- "$(default_python)" "$APP" 1000
     grep -q "py::foo:$APP" "$T"/maps/perf-*.map || die_test "installed pyperf-run: no py::foo"
+    # The renderers `make` fetched are installed, and the installed
+    # pyperf-run draws with them (no build tree, no global npm module).
+    if [ -f "$(cat "$ART/d3-template" 2>/dev/null)" ]; then
+        [ -f "$stage$prefix/share/pyperfinject/d3-flamegraph-base.html" ] &&
+            [ -f "$stage$prefix/share/pyperfinject/speedscope/index.html" ] ||
+            die_test "make install did not install the renderers to $prefix/share/pyperfinject"
+        perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "installed; perf cannot record here for the flame graph"
+        expect_rc 0 "$stage$prefix/bin/pyperf-run" record -o "$T/irec" --flamegraph "$T/i.html" -- "$(default_python)" "$APP" 300000
+        expect_out "template $stage$prefix/share/pyperfinject/d3-flamegraph-base.html"
+        grep -q 'py::foo' "$T/i.html" || die_test "the installed flame graph has no py::foo"
+    else
+        echo "no renderers were fetched (make renderers): their installation not checked"
+    fi
     # pkg-config and a program built against the installed header and library.
     if has pkg-config; then
         local flags
@@ -1205,13 +1218,10 @@ provision() {
             echo "missing (not root, not installing): ${missing[*]}"
         fi
     fi
-    # The d3-flame-graph template perf's flamegraph script needs, from npm.
-    local tpl="$CACHE/npm/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
-    if [ ! -f "$tpl" ] && has npm; then
-        mkdir -p "$CACHE/npm"
-        npm install --prefix "$CACHE/npm" --no-audit --no-fund --no-package-lock "$D3_PKG" \
-            >"$ART/npm.log" 2>&1 || echo "npm install $D3_PKG failed (see $ART/npm.log)"
-    fi
+    # The d3-flame-graph template perf's flamegraph script needs: the
+    # pinned copy `make renderers` fetches, which pyperf-run finds by itself.
+    make -s -C "$ROOT" renderers >"$ART/renderers.log" 2>&1 || true
+    local tpl="$ROOT/build/renderers/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
     if [ -f "$tpl" ]; then echo "$tpl" >"$ART/d3-template"; fi
     make -s -C "$ROOT" lib >"$ART/build.log" 2>&1 || { cat "$ART/build.log"; echo "build failed"; }
 }
