@@ -844,6 +844,22 @@ export_samples() {
         die "could not write $file"
 }
 
+# Says how to open FILE (an export) in speedscope's offline build, the copy
+# `make` fetched (build tree or share/pyperfinject), else on the web.
+speedscope_url() {
+    local file c js
+    file=$(readlink -f -- "$1")
+    js="$file.js"
+    for c in "$(script_dir)/build/renderers/node_modules/speedscope/dist/release/index.html" \
+        "$(script_dir)/../share/pyperfinject/speedscope/index.html"; do
+        if [ -f "$c" ]; then
+            note "open offline in a browser: file://$(readlink -f -- "$c")#localProfilePath=$js"
+            return 0
+        fi
+    done
+    note "open it at https://www.speedscope.app (no offline copy of speedscope here: make renderers)"
+}
+
 cmd_report() {
     local dir="" flame="" format="" file="" native=""
     local -a extra=()
@@ -876,6 +892,7 @@ cmd_report() {
     if [ -n "$format" ]; then
         [ -z "$flame" ] || usage_error "--flamegraph and --$format: one at a time"
         export_samples "$data" "$format" "$file" ${native:+"$native"}
+        [ "$format" != speedscope ] || speedscope_url "$file"
         return
     fi
     [ -z "$native" ] || usage_error "--native goes with --folded, --speedscope or --pprof"

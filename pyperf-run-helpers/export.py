@@ -2,11 +2,13 @@
 speedscope JSON or pprof, in the Python view (pyview.py) or every frame.
 
     export.py PERF DATA FORMAT OUT [--native]
-    FORMAT: folded | speedscope | pprof
+    FORMAT: folded | speedscope | pprof (speedscope: also OUT.js, which
+    speedscope's offline build opens: index.html#localProfilePath=OUT.js)
 
 Python functions carry their file and first line (from the jitdumps next
 to DATA); native frames their symbol and object file. Prints one line:
 what was written, and the frames per stack before and after folding."""
+import base64
 import gzip
 import json
 import os
@@ -75,12 +77,16 @@ def write_folded(stacks, frames, out):
 def write_speedscope(stacks, frames, out, title):
     """speedscope's file format: one sampled profile per thread."""
     threads = {}
+    python = set(i for i, row in enumerate(frames.rows) if row[4].startswith(pyview.PY_PREFIX))
     for comm, pid, tid, period, ids in stacks:
-        t = threads.setdefault((pid, tid), {"comm": comm, "samples": [], "weights": []})
+        t = threads.setdefault((pid, tid), {"comm": comm, "samples": [], "weights": [], "py": 0})
         t["samples"].append(ids)
         t["weights"].append(period)
+        t["py"] += any(i in python for i in ids)
     profiles = []
-    for (pid, tid), t in sorted(threads.items(), key=lambda kv: -len(kv[1]["samples"])):
+    # The thread with the most Python samples first: speedscope opens it.
+    order = sorted(threads.items(), key=lambda kv: (-kv[1]["py"], -len(kv[1]["samples"])))
+    for (pid, tid), t in order:
         total = sum(t["weights"])
         profiles.append({"type": "sampled", "name": "%s %d/%d" % (t["comm"], pid, tid),
                          "unit": "nanoseconds", "startValue": 0, "endValue": total,
@@ -96,8 +102,15 @@ def write_speedscope(stacks, frames, out, title):
     doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
            "shared": {"frames": shared}, "profiles": profiles, "name": title,
            "exporter": "pyperf-run", "activeProfileIndex": 0}
+    text = json.dumps(doc, separators=(",", ":"))
     with open(out, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
+        f.write(text)
+    # What speedscope's offline build loads from its URL
+    # (index.html#localProfilePath=OUT.js), as its own command line does.
+    with open(out + ".js", "w") as f:
+        f.write("speedscope.loadFileFromBase64(%s, %s)" % (
+            json.dumps(os.path.basename(out)),
+            json.dumps(base64.b64encode(text.encode("utf-8")).decode("ascii"))))
 
 
 # --- pprof (profile.proto), encoded by hand: no protobuf module needed.

@@ -1,6 +1,7 @@
 """Unit tests of pyperf-run's export helpers: samples.py (perf script and
 jitdump parsing), pyview.py with interpreter_frames.py (the Python view)
 and export.py (folded, speedscope, pprof encodings)."""
+import base64
 import gzip
 import json
 import os
@@ -178,6 +179,14 @@ class ExportTest(unittest.TestCase):
         with tempfile.NamedTemporaryFile("r") as f:
             export.write_speedscope(self.stacks, self.frames, f.name, "t")
             doc = json.load(f)
+            with open(f.name + ".js") as js:
+                loader = js.read()
+            os.unlink(f.name + ".js")
+        # what speedscope's offline build loads: the same document, base64
+        prefix = "speedscope.loadFileFromBase64(%s, \"" % json.dumps(os.path.basename(f.name))
+        self.assertTrue(loader.startswith(prefix), loader[:80])
+        self.assertEqual(json.loads(base64.b64decode(loader[len(prefix):-2])), doc)
+        self.assertEqual(doc["profiles"][0]["name"], "Web Content 1234/1240")  # Python's first
         names = [fr["name"] for fr in doc["shared"]["frames"]]
         foo = doc["shared"]["frames"][names.index("py::foo:/app/app.py")]
         self.assertEqual((foo["file"], foo["line"]), ("/app/app.py", 8))

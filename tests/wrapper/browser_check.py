@@ -1,13 +1,15 @@
 """Open a flame graph in headless Chromium and check what a person would see.
 
-Usage: browser_check.py FILE PNG NAME...
+Usage: browser_check.py [--in SELECTOR] FILE|URL PNG NAME...
 
 Drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe:
 no port, no extra package), waits until every NAME is drawn as a visible
 label in the page's <svg> (d3-flame-graph: a div in a foreignObject, set
 after its transition; FlameGraph/inferno: a <text>), then takes a screenshot
 of the whole page to PNG and saves the rendered DOM to PNG.dom.html.
-Tooltips (<title>) and the page's embedded data do not count.
+Tooltips (<title>) and the page's embedded data do not count. --in body
+looks for the labels in any visible element of the page instead (speedscope:
+its flame chart is a canvas, its sandwich view's table is HTML).
 Exit status 0 when every name is drawn, 1 otherwise (2: Chromium failed).
 """
 import base64
@@ -25,11 +27,15 @@ TIMEOUT = float(os.environ.get("BROWSER_CHECK_TIMEOUT", "30"))
 FIND_LABELS = r"""
 (() => {
   const names = %s;
-  const svg = document.querySelector("svg");
+  const anywhere = %s;
+  const svg = document.querySelector(%s);
   if (!svg) return {svg: false};
   const shown = {};
-  for (const el of svg.querySelectorAll("div, text")) {
-    const text = el.textContent || "";
+  for (const el of svg.querySelectorAll(%s)) {
+    // anywhere (--in): an element's own text only, not its descendants'
+    const text = anywhere
+      ? Array.from(el.childNodes).filter(n => n.nodeType === 3).map(n => n.textContent).join("")
+      : (el.textContent || "");
     const style = getComputedStyle(el);
     const box = el.getBoundingClientRect();
     if (style.display === "none" || style.visibility === "hidden" || box.width < 1) continue;
@@ -108,8 +114,8 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def main(path, png, names):
-    url = "file://" + os.path.abspath(path)
+def main(path, png, names, within="svg"):
+    url = path if path.startswith("file://") else "file://" + os.path.abspath(path)
     b = Browser(url)
     try:
         page = None
@@ -125,7 +131,10 @@ def main(path, png, names):
             return 2
         b.session = b.send("Target.attachToTarget", {"targetId": page, "flatten": True},
                            session=False)["sessionId"]
-        expr = FIND_LABELS % json.dumps(names)
+        anywhere = within != "svg"
+        items = "*" if anywhere else "div, text"
+        expr = FIND_LABELS % (json.dumps(names), json.dumps(anywhere), json.dumps(within),
+                              json.dumps(items))
         state = {}
         while time.time() < deadline:
             res = b.send("Runtime.evaluate", {"expression": expr, "returnByValue": True})
@@ -147,7 +156,7 @@ def main(path, png, names):
             f.write(dom.get("result", {}).get("value") or "")
         print("screenshot: %s (%dx%d)" % (png, width, height))
         if not state.get("svg"):
-            print("the page has no <svg>")
+            print("the page has no %s" % within)
             return 1
         ok = True
         for n in names:
@@ -165,6 +174,10 @@ def main(path, png, names):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    within = "svg"
+    if args[:1] == ["--in"] and len(args) > 1:
+        within, args = args[1], args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
+    sys.exit(main(args[0], args[1], args[2:], within))

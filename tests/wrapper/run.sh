@@ -462,6 +462,21 @@ want = {"name": "py::%s:%s" % (sys.argv[2], sys.argv[3]), "file": sys.argv[3], "
 assert want in doc["shared"]["frames"], (want, doc["shared"]["frames"][:5])
 ' "$T/p.speedscope.json" "$f" "$APP" "$line" || die_test "the speedscope file lacks $f at $APP:$line"
     done
+    # speedscope's offline build (make renderers), from the URL pyperf-run
+    # prints: its sandwich view lists the functions as HTML, the hottest
+    # first (it draws only the rows in view: foo's, not bar's and main's,
+    # which do nothing themselves).
+    local url
+    url=$(sed -n 's/^pyperf-run: open offline in a browser: //p' "$T/out.txt")
+    if [ -z "$url" ]; then
+        [ -f "$(cat "$ART/d3-template" 2>/dev/null)" ] && die_test "no offline speedscope URL printed"
+        echo "no renderers fetched (make renderers): speedscope not opened"
+    elif has chromium; then
+        "$PYTHON_HELPER" "$HERE/browser_check.py" --in body "$url&view=sandwich" "$ART/speedscope-sandwich.png" \
+            "py::foo:$APP" "python3 " || die_test "speedscope does not show the Python function foo"
+    else
+        echo "chromium is not installed: speedscope not opened"
+    fi
     expect_rc 0 "$W" report rec --pprof "$T/p.pb.gz"
     has go || skip_test "speedscope checked; go (golang-go) is not installed for go tool pprof"
     HOME=$T go tool pprof -top -lines "$T/p.pb.gz" >"$T/pprof.txt" 2>&1 || { cat "$T/pprof.txt"; die_test "go tool pprof failed"; }
