@@ -25,6 +25,7 @@ ROWS = [
              "call_unbound_noarg", "vectorcall_unbound", "vectorcall_method", "call_method")),
     # 3.6-3.7: fast calls.
     (6, 7, ("PyEval_EvalFrameEx", "_PyEval_EvalCodeWithName", "fast_function", "call_function",
+            "_PyFunction_FastCall",
             "_PyFunction_FastCallDict", "_PyFunction_FastCallKeywords", "function_code_fastcall",
             "_PyObject_FastCallDict", "_PyObject_FastCallKeywords", "_PyObject_FastCallKeywords",
             "function_call", "method_call", "_PyMethodDef_RawFastCallKeywords",

@@ -30,20 +30,32 @@ def interpreter_minor(frames):
     return None
 
 
-def folded(sym, dso, names):
+def folded(sym, dso, names, callers_side):
+    """True for a frame of the call machinery. callers_side: the frame is
+    outside the innermost Python frame (between Python frames, or on the way
+    from main to the first)."""
     base = os.path.basename(dso)
+    sym = sym.split("@", 1)[0]  # __libc_start_main@@GLIBC_2.34
     if sym in interpreter_frames.ENTRY:
         return True
     if LIBRARY.match(base):
         return True  # the eval hook: the library's own call machinery
-    return sym in names and INTERPRETER.match(base) is not None
+    if INTERPRETER.match(base) is None:
+        return False
+    # An interpreter frame perf could not name is its call path there (perf
+    # 6.1 names no static function of a stripped build, nor some of an LTO
+    # build's): between Python frames it says nothing; under the innermost
+    # Python frame it is work, kept.
+    return sym in names or (callers_side and sym == "[unknown]")
 
 
 def python_view(frames):
     """FRAMES (leaf first, (symbol, dso)) without the call machinery."""
     minor = interpreter_minor(frames)
     names = machinery(minor if minor is not None else interpreter_frames.NEWEST)
-    return [f for f in frames if f[0].startswith(PY_PREFIX) or not folded(f[0], f[1], names)]
+    innermost = next((i for i, f in enumerate(frames) if f[0].startswith(PY_PREFIX)), len(frames))
+    return [f for i, f in enumerate(frames)
+            if f[0].startswith(PY_PREFIX) or not folded(f[0], f[1], names, i > innermost)]
 
 
 def split_py_name(sym):
