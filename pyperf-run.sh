@@ -784,6 +784,21 @@ cache_kept_binaries() {
 # OUT, so that perf inject writes the jitted-*.so there; then perf inject
 # --jit. Returns 1 if only DATA is usable.
 fix_and_inject() {
+    # A jitdump of another process can vanish between the check and perf
+    # inject (-a on a busy machine): perf inject then fails without a word.
+    # The second pass finds it gone and sets it aside.
+    local said=$1/.inject.log rc=0
+    __fix_and_inject "$@" 2>"$said" || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        cat -- "$said" >&2
+        rm -f -- "$said"
+        return 0
+    fi
+    rm -f -- "$said"
+    __fix_and_inject "$@"
+}
+
+__fix_and_inject() {
     local out=$1 data=$2 search=$3 adopt=${4:-} py input fixed
     input=$data
     fixed="$out/.perf.host.data"
