@@ -134,13 +134,16 @@ done
 
 # pyperf-run's Python helpers (pyperf-run-helpers/): unittest, each test
 # counted as cmocka's are.
+# The python3 that drives the Python-written suites: the system's when
+# there is one (a pyenv shim may point anywhere).
+driver=$(command -v python3 || true)
+if [ -x /usr/bin/python3 ]; then driver=/usr/bin/python3; fi
+
 stage "unit tests (pyperf-run helpers)"
-helper_py=$(command -v python3 || true)
-if [ -x /usr/bin/python3 ]; then helper_py=/usr/bin/python3; fi
-if [ -z "$helper_py" ]; then
+if [ -z "$driver" ]; then
     skip "helper unit tests: no python3"
 else
-    out=$("$helper_py" -m unittest discover -s tests/helpers -v 2>&1)
+    out=$("$driver" -m unittest discover -s tests/helpers -v 2>&1)
     rc=$?
     n=$(grep -cE '\.\.\. ok$' <<<"$out")
     printf '%s\n' "$out" | grep -E '\.\.\. (FAIL|ERROR)$|^(FAIL|ERROR):' || true
@@ -193,8 +196,6 @@ if [ -n "${SANITIZE:-}" ]; then
 fi
 
 stage "integration tests (real interpreters)"
-driver=$(command -v python3 || true)
-if [ -x /usr/bin/python3 ]; then driver=/usr/bin/python3; fi
 if [ -z "$driver" ]; then
     skip "integration tests: no python3 to drive them"
 else

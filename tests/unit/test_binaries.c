@@ -15,23 +15,10 @@
 
 #include <cmocka.h>
 
+#include "scratch_dir.h"
+
 #include "binaries.h"
 
-static char dir[] = "/tmp/pyperfinject-binaries-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
-}
 
 /* Appends one note (name padded, desc padded) to buf at *len. */
 static void add_note(uint8_t *buf, size_t *len, uint32_t type, const char *name,
@@ -152,5 +139,5 @@ int main(void)
         cmocka_unit_test(test_keeps_the_program_once),
         cmocka_unit_test(test_unwritable_directory_is_one_reason),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

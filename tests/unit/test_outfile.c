@@ -13,24 +13,11 @@
 
 #include <cmocka.h>
 
+#include "scratch_dir.h"
+
 #include "backend.h"
 #include "outfile.h"
 
-static char dir[] = "/tmp/pyperfinject-outfile-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
-}
 
 static char *slurp(const char *path)
 {
@@ -289,5 +276,5 @@ int main(void)
         cmocka_unit_test(test_append_copy_short_source_leaves_file),
         cmocka_unit_test(test_append_cuts_partial_record),
     };
-    return cmocka_run_group_tests_name("outfile", tests, setup, teardown);
+    return cmocka_run_group_tests_name("outfile", tests, scratch_setup, scratch_teardown);
 }

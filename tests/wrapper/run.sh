@@ -1150,9 +1150,10 @@ test_install() {
     # The renderers `make` fetched are installed, and the installed
     # pyperf-run draws with them (no build tree, no global npm module).
     if [ -f "$(cat "$ART/d3-template" 2>/dev/null)" ]; then
-        [ -f "$stage$prefix/share/pyperfinject/d3-flamegraph-base.html" ] &&
-            [ -f "$stage$prefix/share/pyperfinject/speedscope/index.html" ] ||
-            die_test "make install did not install the renderers to $prefix/share/pyperfinject"
+        local r
+        for r in d3-flamegraph-base.html speedscope/index.html; do
+            [ -f "$stage$prefix/share/pyperfinject/$r" ] || die_test "make install did not install $prefix/share/pyperfinject/$r"
+        done
         perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "installed; perf cannot record here for the flame graph"
         expect_rc 0 "$stage$prefix/bin/pyperf-run" record -o "$T/irec" --flamegraph "$T/i.html" -- "$(default_python)" "$APP" 300000
         expect_out "template $stage$prefix/share/pyperfinject/d3-flamegraph-base.html"
