@@ -11,6 +11,8 @@ PY_PREFIX = "py::"
 # python3.11, python3.13t, python3.14d, libpython3.11.so.1.0, ...
 INTERPRETER = re.compile(r"^(?:lib)?python3\.(\d+)[a-z]*(?:\.so[.0-9]*)?$")
 LIBRARY = re.compile(r"^libpyperfinject[.-]")
+# GCC's clones and LTO's local copies: run_mod.lto_priv.0, x_add.isra.0, ...
+CLONE_SUFFIX = re.compile(r"(\.(lto_priv|isra|constprop|part|cold|localalias)(\.\d+)?)+$")
 
 _machinery = {}
 
@@ -35,7 +37,7 @@ def folded(sym, dso, names, callers_side):
     outside the innermost Python frame (between Python frames, or on the way
     from main to the first)."""
     base = os.path.basename(dso)
-    sym = sym.split("@", 1)[0]  # __libc_start_main@@GLIBC_2.34
+    sym = CLONE_SUFFIX.sub("", sym.split("@", 1)[0])  # __libc_start_main@@GLIBC_2.34
     if sym in interpreter_frames.ENTRY:
         return True
     if LIBRARY.match(base):

@@ -65,10 +65,13 @@ class ViewTest(unittest.TestCase):
     def test_unnamed_interpreter_frames(self):
         # Between Python frames an unnamed interpreter frame is call
         # machinery; under the innermost one it is work. Other objects'
-        # unnamed frames stay everywhere; version suffixes do not hide names.
+        # unnamed frames stay everywhere; version and clone suffixes
+        # (LTO builds: run_mod.lto_priv.0) do not hide names.
         stack = [("[unknown]", "/sysroot/usr/bin/python3.15"), ("py::f:/a.py", "/j.so"),
                  ("[unknown]", "/sysroot/usr/bin/python3.15"), ("[unknown]", "/x/libfoo.so"),
-                 ("py::g:/a.py", "/j.so"), ("[unknown]", "/sysroot/usr/bin/python3.15"),
+                 ("py::g:/a.py", "/j.so"), ("run_mod.lto_priv.0", "/sysroot/usr/bin/python3.15"),
+                 ("pyrun_file.isra.0.cold", "/sysroot/usr/bin/python3.15"),
+                 ("[unknown]", "/sysroot/usr/bin/python3.15"),
                  ("__libc_start_main@@GLIBC_2.34", "/lib/libc.so.6")]
         self.assertEqual(pyview.python_view(stack), [
             ("[unknown]", "/sysroot/usr/bin/python3.15"), ("py::f:/a.py", "/j.so"),
