@@ -757,7 +757,7 @@ report_written() {
 }
 
 # Gives the ELF files that processes kept under SEARCH (binaries/BUILD-ID/,
-# PYPERFINJECT_KEEP_BINARIES=1, which exec mode sets with --dir) to perf's
+# PYPERFINJECT_KEEP_BINARIES, which exec mode sets to its --dir) to perf's
 # build-id cache: a recording made with --buildid-mmap then symbolises and
 # unwinds a container's interpreter with its own file, not with the host's
 # file at the same path.
@@ -859,20 +859,29 @@ export_samples() {
         die "could not write $file"
 }
 
-# Says how to open FILE (an export) in speedscope's offline build, the copy
-# `make` fetched (build tree or share/pyperfinject), else on the web.
-speedscope_url() {
-    local file c js
-    file=$(readlink -f -- "$1")
-    js="$file.js"
-    for c in "$(script_dir)/build/renderers/node_modules/speedscope/dist/release/index.html" \
-        "$(script_dir)/../share/pyperfinject/speedscope/index.html"; do
+# renderer_file IN_BUILD INSTALLED: the copy of a viewer file `make`
+# fetched (renderers/package.json), in the source tree's build/renderers/
+# or installed in share/pyperfinject/ next to bin/; fails if neither.
+renderer_file() {
+    local c
+    for c in "$(script_dir)/build/renderers/node_modules/$1" "$(script_dir)/../share/pyperfinject/$2"; do
         if [ -f "$c" ]; then
-            note "open offline in a browser: file://$(readlink -f -- "$c")#localProfilePath=$js"
+            readlink -f -- "$c"
             return 0
         fi
     done
-    note "open it at https://www.speedscope.app (no offline copy of speedscope here: make renderers)"
+    return 1
+}
+
+# Says how to open FILE (an export) in speedscope's offline build, else on
+# the web.
+speedscope_url() {
+    local index
+    if index=$(renderer_file speedscope/dist/release/index.html speedscope/index.html); then
+        note "open offline in a browser: file://$index#localProfilePath=$(readlink -f -- "$1").js"
+    else
+        note "open it at https://www.speedscope.app (no offline copy of speedscope here: make renderers)"
+    fi
 }
 
 cmd_report() {
@@ -999,11 +1008,9 @@ find_d3_template() {
     local c root rel="d3-flame-graph/dist/templates/$D3_TEMPLATE_NAME"
     local -a cands=()
     [ -z "${PYPERF_RUN_FLAMEGRAPH_TEMPLATE:-}" ] || cands+=("$PYPERF_RUN_FLAMEGRAPH_TEMPLATE")
-    # The pinned copy `make` fetched (renderers/package.json): in the source
-    # tree, or installed next to bin/.
-    cands+=("$(script_dir)/build/renderers/node_modules/$rel"
-        "$(script_dir)/../share/pyperfinject/$D3_TEMPLATE_NAME"
-        "/usr/share/d3-flame-graph/$D3_TEMPLATE_NAME"
+    # The pinned copy `make` fetched.
+    c=$(renderer_file "$rel" "$D3_TEMPLATE_NAME") && cands+=("$c")
+    cands+=("/usr/share/d3-flame-graph/$D3_TEMPLATE_NAME"
         "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/pyperfinject/npm/node_modules/$rel")
     for c in "${cands[@]}"; do
         if [ -f "$c" ]; then

@@ -45,11 +45,9 @@ class Frames(object):
 def read(perf, data, native):
     """[(comm, pid, tid, period, frame ids root first)], Frames, and the
     median frames per stack before and after the view."""
-    cache = os.path.join(os.path.dirname(os.path.abspath(data)), ".debug")
     frames = Frames(samples.function_lines(os.path.dirname(os.path.abspath(data))))
     out, before, after = [], [], []
-    for comm, pid, tid, period, stack in samples.perf_script(
-            perf, data, cache if os.path.isdir(cache) else None):
+    for comm, pid, tid, period, stack in samples.perf_script(perf, data):
         kept = stack if native else pyview.python_view(stack)
         if not kept:
             continue

@@ -37,10 +37,13 @@ def parse(lines):
         yield head + (frames,)
 
 
-def perf_script(perf, data, cache=None, max_stack="8192"):
-    """perf script's samples of DATA (a generator; perf runs meanwhile)."""
+def perf_script(perf, data, max_stack="8192"):
+    """perf script's samples of DATA (a generator; perf runs meanwhile), read
+    with the recording's own build-id cache when it has one (pyperf-run
+    keeps it next to DATA, with the binaries of processes from containers)."""
     data = os.path.abspath(data)
-    cmd = [perf] + (["--buildid-dir", cache] if cache else []) + [
+    cache = os.path.join(os.path.dirname(data), ".debug")
+    cmd = [perf] + (["--buildid-dir", cache] if os.path.isdir(cache) else []) + [
         "script", "-i", data, "--no-inline", "--max-stack", max_stack, "-F", FIELDS]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=os.path.dirname(data))
