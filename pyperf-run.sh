@@ -10,7 +10,7 @@
 #       (a mounted directory in a container) instead of /tmp.
 #   pyperf-run record [-o DIR] [-F HZ] [--mode auto|fp|dwarf] [-e EVENT]
 #                     [--stack-size BYTES] [--max-stack FRAMES] [-a]
-#                     [--flamegraph FILE] [--buildid-dir DIR]
+#                     [--flamegraph FILE [--native]] [--buildid-dir DIR]
 #                     [-- PERF-OPTIONS] -- COMMAND [ARG...]
 #   pyperf-run record [OPTIONS] --pid PID [--seconds N] [-- PERF-OPTIONS]
 #       perf record COMMAND (or the running process PID, which was started
@@ -19,9 +19,11 @@
 #       written, how many call chains were cut short, and what to run next.
 #       A pyenv shim is resolved to its interpreter. PERF-OPTIONS (starting
 #       with a dash, between two --) go to perf record last.
-#   pyperf-run report DIR [--flamegraph FILE] [-- PERF-REPORT-ARGS...]
-#       perf report on DIR's injected data, or write a flame graph
-#       (FILE.html: perf's flamegraph script; FILE.svg: inferno or FlameGraph).
+#   pyperf-run report DIR [--flamegraph FILE [--native]] [-- PERF-REPORT-ARGS...]
+#       perf report on DIR's injected data, or write a flame graph in the
+#       Python view (below), --native: every frame (FILE.html: the
+#       d3-flame-graph template `make` fetched; FILE.svg: inferno or
+#       FlameGraph).
 #   pyperf-run report DIR --folded FILE | --speedscope FILE | --pprof FILE [--native]
 #       export the samples: collapsed stacks; speedscope's JSON; pprof's
 #       profile.proto (FILE.pb.gz: go tool pprof, Pyroscope, Parca). The
@@ -50,7 +52,7 @@
 # cannot be run / is not found.
 # Environment: PYPERFINJECT_LIB (the library to preload), PERF (the perf
 # binary), PYPERF_RUN_FLAMEGRAPH_TEMPLATE (d3-flame-graph HTML template),
-# FLAMEGRAPH_DIR (FlameGraph scripts), HOTSPOT (the hotspot binary); the
+# FLAMEGRAPH_DIR (FlameGraph's flamegraph.pl), HOTSPOT (the hotspot binary); the
 # library's PYPERFINJECT_* settings pass through unchanged.
 set -euo pipefail
 
@@ -416,7 +418,7 @@ cmd_exec() {
 
 # ------------------------------------------------------------ record mode
 cmd_record() {
-    local out="" freq=$DEFAULT_FREQ mode=auto event=cpu-clock sw=0 flame="" cache=""
+    local out="" freq=$DEFAULT_FREQ mode=auto event=cpu-clock sw=0 flame="" native="" cache=""
     local pid="" seconds=""
     local stack=$DWARF_STACK max_stack=$FP_MAX_STACK
     local -a perf_extra=()
@@ -448,6 +450,7 @@ cmd_record() {
         --max-stack) [ $# -ge 2 ] || usage_error "--max-stack needs a number of frames"; max_stack=$2; shift 2 ;;
         -a | --all-cpus) sw=1; shift ;;
         --flamegraph) [ $# -ge 2 ] || usage_error "--flamegraph needs a file"; flame=$2; shift 2 ;;
+        --native) native=--native; shift ;;
         --buildid-dir) [ $# -ge 2 ] || usage_error "--buildid-dir needs a directory"; cache=$2; shift 2 ;;
         -p | --pid) [ $# -ge 2 ] || usage_error "$1 needs a process id"; pid=$2; shift 2 ;;
         --seconds) [ $# -ge 2 ] || usage_error "--seconds needs a number"; seconds=$2; shift 2 ;;
@@ -455,6 +458,7 @@ cmd_record() {
         *) break ;;
         esac
     done
+    [ -z "$native" ] || [ -n "$flame" ] || usage_error "record: --native goes with --flamegraph FILE"
     if [ -n "$pid" ]; then
         [ $# -eq 0 ] || usage_error "record: --pid records a running process; give no COMMAND (--seconds N to stop after N seconds)"
     else
@@ -639,7 +643,7 @@ cmd_record() {
     if [ -n "$flame" ]; then
         # The program has run: a flame graph that fails costs a warning, not
         # the program's exit status.
-        (make_flamegraph "$(data_of "$out")" "$flame") ||
+        (make_flamegraph "$(data_of "$out")" "$flame" "$native") ||
             warn "no flame graph (see above); the recording is in $out"
     fi
     if [ -z "$pid" ]; then
@@ -805,7 +809,7 @@ __fix_and_inject() {
     rm -f -- "$fixed"
     if py=$(helper_python); then
         local rc=0
-        env -u LD_PRELOAD "$py" -I "$(find_helper nsfix.py)" "$data" "$search" "$out/host-pids" "$fixed" "$adopt" || rc=$?
+        env -u LD_PRELOAD "$py" -I -B "$(find_helper nsfix.py)" "$data" "$search" "$out/host-pids" "$fixed" "$adopt" || rc=$?
         case "$rc" in
         0) input=$fixed ;;
         3) ;; # nothing to change
@@ -855,7 +859,7 @@ export_samples() {
     local data=$1 format=$2 file=$3 py
     shift 3
     py=$(helper_python) || die "--$format needs python3 on this machine"
-    env -u LD_PRELOAD "$py" -I "$(find_helper export.py)" "$PERF" "$data" "$format" "$file" "$@" >&2 ||
+    env -u LD_PRELOAD "$py" -I -B "$(find_helper export.py)" "$PERF" "$data" "$format" "$file" "$@" >&2 ||
         die "could not write $file"
 }
 
@@ -919,12 +923,16 @@ cmd_report() {
         [ "$format" != speedscope ] || speedscope_url "$file"
         return
     fi
-    [ -z "$native" ] || usage_error "--native goes with --folded, --speedscope or --pprof"
+    [ -z "$native" ] || [ -n "$flame" ] ||
+        usage_error "--native goes with --flamegraph, --folded, --speedscope or --pprof (perf report shows every frame)"
     report_chains "$dir" "$data"
     if [ -n "$flame" ]; then
-        make_flamegraph "$data" "$flame"
+        make_flamegraph "$data" "$flame" "$native"
         return
     fi
+    # perf report shows no progress in --stdio: say what it is reading.
+    local mb=$(($(stat -L -c %s -- "$data") >> 20))
+    [ "$mb" -lt 100 ] || note "perf report is reading $mb MB ($data)"
     # The arguments after -- come last: a --max-stack there wins.
     exec "$PERF" "${PERF_CACHE[@]}" report -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline "${extra[@]}"
 }
@@ -998,10 +1006,10 @@ cmd_hotspot() {
 }
 
 # --------------------------------------------------------------- flame graphs
-# Tools, each a maintained one: perf's own flamegraph script with the
-# d3-flame-graph HTML template, inferno, FlameGraph. Sets FG_* and a
-# description of what is missing.
-FG_MISSING=() FG_TOOL="" FG_SCRIPT="" D3_TEMPLATE=""
+# Renderers, each a maintained one: the d3-flame-graph HTML template (filled
+# by export.py), inferno, FlameGraph (fed export.py's folded stacks). Sets
+# FG_* and a description of what is missing.
+FG_MISSING=() FG_TOOL="" D3_TEMPLATE=""
 # Sets D3_TEMPLATE to the d3-flame-graph template, if there is one.
 find_d3_template() {
     [ -z "$D3_TEMPLATE" ] || return 0
@@ -1029,18 +1037,7 @@ find_d3_template() {
     return 1
 }
 
-# Sets FG_SCRIPT to perf's flamegraph.py if this perf can run it.
-perf_flamegraph_script() {
-    [ -z "$FG_SCRIPT" ] || return 0
-    local exec_path opts
-    exec_path=$("$PERF" --exec-path 2>/dev/null) || return 1
-    [ -f "$exec_path/scripts/python/flamegraph.py" ] || return 1
-    opts=$("$PERF" version --build-options 2>/dev/null) || return 1
-    grep -qE 'libpython: +\[ on' <<<"$opts" || return 1
-    FG_SCRIPT="$exec_path/scripts/python/flamegraph.py"
-}
-
-# Sets FG_TOOL to the first available tool among $@ (perf-d3 inferno
+# Sets FG_TOOL to the first available tool among $@ (d3 inferno
 # flamegraph-pl) and FG_MISSING to why each one before it is unavailable.
 pick_flamegraph_tool() {
     local t
@@ -1048,29 +1045,29 @@ pick_flamegraph_tool() {
     FG_TOOL=""
     for t in "$@"; do
         case "$t" in
-        perf-d3)
-            if ! perf_flamegraph_script; then
-                FG_MISSING+=("perf's flamegraph script: this perf has no scripts/python/flamegraph.py or no Python scripting support")
-            elif ! find_d3_template; then
-                FG_MISSING+=("perf's flamegraph script (HTML): the d3-flame-graph template $D3_TEMPLATE_NAME is missing; make fetches it when npm is installed (make renderers), or: npm install -g $D3_TEMPLATE_PKG (Fedora: dnf install js-d3-flame-graph), or set PYPERF_RUN_FLAMEGRAPH_TEMPLATE=/path/to/$D3_TEMPLATE_NAME")
+        d3)
+            if ! find_d3_template; then
+                FG_MISSING+=("d3-flame-graph (HTML): the template $D3_TEMPLATE_NAME is missing; make fetches it when npm is installed (make renderers), or: npm install -g $D3_TEMPLATE_PKG (Fedora: dnf install js-d3-flame-graph), or set PYPERF_RUN_FLAMEGRAPH_TEMPLATE=/path/to/$D3_TEMPLATE_NAME")
+            elif ! helper_python >/dev/null; then
+                FG_MISSING+=("d3-flame-graph (HTML): pyperf-run fills its template with python3, which is not installed")
             else
-                FG_TOOL=perf-d3
+                FG_TOOL=d3
                 return 0
             fi
             ;;
         inferno)
-            if command -v inferno-collapse-perf >/dev/null 2>&1 && command -v inferno-flamegraph >/dev/null 2>&1; then
+            if command -v inferno-flamegraph >/dev/null 2>&1; then
                 FG_TOOL=inferno
                 return 0
             fi
-            FG_MISSING+=("inferno (SVG): inferno-collapse-perf and inferno-flamegraph are not on PATH; install with: cargo install inferno")
+            FG_MISSING+=("inferno (SVG): inferno-flamegraph is not on PATH; install with: cargo install inferno")
             ;;
         flamegraph-pl)
-            if fg_pl stackcollapse-perf.pl >/dev/null && fg_pl flamegraph.pl >/dev/null; then
+            if fg_pl flamegraph.pl >/dev/null; then
                 FG_TOOL=flamegraph-pl
                 return 0
             fi
-            FG_MISSING+=("FlameGraph (SVG): stackcollapse-perf.pl and flamegraph.pl are neither on PATH nor in \$FLAMEGRAPH_DIR; get them from https://github.com/brendangregg/FlameGraph and set FLAMEGRAPH_DIR")
+            FG_MISSING+=("FlameGraph (SVG): flamegraph.pl is neither on PATH nor in \$FLAMEGRAPH_DIR; get it from https://github.com/brendangregg/FlameGraph and set FLAMEGRAPH_DIR")
             ;;
         esac
     done
@@ -1093,8 +1090,8 @@ require_flamegraph_tool() {
     local -a order
     case "$file" in
     *.svg) order=(inferno flamegraph-pl) ;;
-    *.html | *.htm) order=(perf-d3) ;;
-    *) order=(perf-d3 inferno flamegraph-pl) ;;
+    *.html | *.htm) order=(d3) ;;
+    *) order=(d3 inferno flamegraph-pl) ;;
     esac
     if ! pick_flamegraph_tool "${order[@]}"; then
         local hint="name the file .html or .svg to choose a format"
@@ -1107,43 +1104,36 @@ require_flamegraph_tool() {
     [ -d "$(dirname -- "$file")" ] || die "the directory of $file does not exist"
 }
 
+# make_flamegraph DATA FILE [--native]: the Python view, or every frame.
 make_flamegraph() {
-    local data file=$2
+    local data file=$2 native=${3:-}
     data=$(readlink -f -- "$1")
     require_flamegraph_tool "$file"
     local dir
     dir=$(dirname -- "$file")
     file="$(abs_dir "$dir")/$(basename -- "$file")"
-    local tmp
-    tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run.XXXXXX")
-    # shellcheck disable=SC2064 # expand now: tmp is local
-    trap "rm -rf -- '$tmp'" EXIT
-    case "$FG_TOOL" in
-    perf-d3)
-        local script=$FG_SCRIPT template=$D3_TEMPLATE
-        # flamegraph.py reads the header of ./perf.data for its "Context" pane.
-        ln -s -- "$(readlink -f -- "$data")" "$tmp/perf.data"
-        # Through the flamegraph.py helper: whole chains are too deep for the
-        # script's JSON encoding at Python's default limit.
-        local -a run=(-s "$(find_helper flamegraph.py)" -- "$script")
-        (cd "$tmp" && "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline "${run[@]}" \
-            --format html --template "$template" -o "$file") >"$tmp/log" 2>&1 ||
-            { cat "$tmp/log" >&2; die "perf's flamegraph script failed"; }
-        note "flame graph: $file (perf's flamegraph script, template $template)"
-        ;;
-    inferno)
-        "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline 2>"$tmp/log" | inferno-collapse-perf | inferno-flamegraph \
-            --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
-            { cat "$tmp/log" >&2; die "inferno failed"; }
-        note "flame graph: $file (inferno)"
-        ;;
-    flamegraph-pl)
-        "$PERF" "${PERF_CACHE[@]}" script -i "$data" --max-stack "$REPORT_MAX_STACK" --no-inline 2>"$tmp/log" | "$(fg_pl stackcollapse-perf.pl)" | "$(fg_pl flamegraph.pl)" \
-            --title "pyperf-run: $(basename -- "$(dirname -- "$data")")" >"$file" ||
-            { cat "$tmp/log" >&2; die "FlameGraph failed"; }
-        note "flame graph: $file (FlameGraph)"
-        ;;
-    esac
+    local title
+    title="pyperf-run: $(basename -- "$(dirname -- "$data")")"
+    if [ "$FG_TOOL" = d3 ]; then
+        export_samples "$data" flamegraph "$file" --template "$D3_TEMPLATE" ${native:+"$native"}
+        note "flame graph: $file (d3-flame-graph, template $D3_TEMPLATE)"
+    else
+        local tmp
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/pyperf-run.XXXXXX")
+        # shellcheck disable=SC2064 # expand now: tmp is local
+        trap "rm -rf -- '$tmp'" EXIT
+        export_samples "$data" folded "$tmp/stacks.folded" ${native:+"$native"}
+        case "$FG_TOOL" in
+        inferno)
+            inferno-flamegraph --title "$title" <"$tmp/stacks.folded" >"$file" || die "inferno failed"
+            note "flame graph: $file (inferno)"
+            ;;
+        flamegraph-pl)
+            "$(fg_pl flamegraph.pl)" --title "$title" "$tmp/stacks.folded" >"$file" || die "FlameGraph failed"
+            note "flame graph: $file (FlameGraph)"
+            ;;
+        esac
+    fi
     [ -s "$file" ] || die "the flame graph $file is empty"
     grep -q 'py::' "$file" || warn "the flame graph has no Python names (py::...)"
 }
@@ -1194,16 +1184,16 @@ cmd_check() {
     fi
     echo "paranoid:     kernel.perf_event_paranoid = $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)"
     local m any=0
-    if perf_flamegraph_script && find_d3_template; then
-        echo "flame graphs: HTML with perf's flamegraph script ($D3_TEMPLATE)"
+    if pick_flamegraph_tool d3; then
+        echo "flame graphs: HTML with d3-flame-graph ($D3_TEMPLATE)"
         any=1
     fi
     if command -v inferno-flamegraph >/dev/null 2>&1; then echo "flame graphs: SVG with inferno"; any=1; fi
     if fg_pl flamegraph.pl >/dev/null; then echo "flame graphs: SVG with FlameGraph"; any=1; fi
-    for m in perf-d3 inferno flamegraph-pl; do
+    for m in d3 inferno flamegraph-pl; do
         pick_flamegraph_tool "$m" || echo "missing:      ${FG_MISSING[0]}"
     done
-    [ "$any" -eq 1 ] || echo "flame graphs: NONE available (perf's flamegraph script needs the d3-flame-graph template: npm install -g $D3_TEMPLATE_PKG)"
+    [ "$any" -eq 1 ] || echo "flame graphs: NONE available (the HTML one needs the d3-flame-graph template: make renderers, or npm install -g $D3_TEMPLATE_PKG)"
     if [ $# -gt 0 ]; then
         if probe_python "$@"; then
             local verdict
@@ -1285,7 +1275,7 @@ check_chains() {
     kmax=$(sed -n 's/^max-stack: \([0-9][0-9]*\) .*/\1/p' "$dir/pyperf-run.txt" 2>/dev/null | tail -n 1 || true)
     [ -n "$kmax" ] || kmax=$(cat "$MAX_STACK_SYSCTL" 2>/dev/null || echo 127)
     local -a lines=()
-    mapfile -t lines < <(env -u LD_PRELOAD "$py" -I "$(find_helper chains.py)" "$PERF" "$data" \
+    mapfile -t lines < <(env -u LD_PRELOAD "$py" -I -B "$(find_helper chains.py)" "$PERF" "$data" \
         "$REPORT_MAX_STACK" "$kmax" "$CHECK_SAMPLES" "${pids[@]}" 2>/dev/null || true)
     for line in "${lines[@]}"; do
         note "$line"

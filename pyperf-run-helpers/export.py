@@ -1,13 +1,17 @@
 """pyperf-run's profile exports: a recording's samples as folded stacks,
-speedscope JSON or pprof, in the Python view (pyview.py) or every frame.
+speedscope JSON, pprof or an HTML flame graph, in the Python view
+(pyview.py) or every frame.
 
-    export.py PERF DATA FORMAT OUT [--native]
-    FORMAT: folded | speedscope | pprof (speedscope: also OUT.js, which
-    speedscope's offline build opens: index.html#localProfilePath=OUT.js)
+    export.py PERF DATA FORMAT OUT [--native] [--template HTML]
+    FORMAT: folded | speedscope | pprof | flamegraph
+    (speedscope: also OUT.js, which speedscope's offline build opens:
+    index.html#localProfilePath=OUT.js; flamegraph: --template is
+    d3-flame-graph's d3-flamegraph-base.html)
 
 Python functions carry their file and first line (from the jitdumps next
 to DATA); native frames their symbol and object file. Prints one line:
 what was written, and the frames per stack before and after folding."""
+import argparse
 import base64
 import gzip
 import json
@@ -15,6 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flametree  # noqa: E402
 import pyview  # noqa: E402
 import samples  # noqa: E402
 
@@ -47,7 +52,7 @@ def read(perf, data, native):
     median frames per stack before and after the view."""
     frames = Frames(samples.function_lines(os.path.dirname(os.path.abspath(data))))
     out, before, after = [], [], []
-    for comm, pid, tid, period, stack in samples.perf_script(perf, data):
+    for comm, pid, tid, _, period, stack in samples.perf_script(perf, data):
         kept = stack if native else pyview.python_view(stack)
         if not kept:
             continue
@@ -184,26 +189,52 @@ def write_pprof(stacks, frames, out):
         f.write(pprof_bytes(stacks, frames))
 
 
+def write_flamegraph(stacks, frames, out, template, title, context):
+    def libtype(i):
+        path = frames.rows[i][2]
+        return "kernel" if path.startswith("[kernel") or path.startswith("[guest.kernel") else ""
+
+    root = flametree.build((ids for _, _, _, _, ids in stacks), lambda i: frames.rows[i][0], libtype)
+    with open(template, encoding="utf-8") as f:
+        text = flametree.page(f.read(), root, title, context)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def arguments(argv):
+    p = argparse.ArgumentParser(prog="export.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("perf")
+    p.add_argument("data")
+    p.add_argument("format", choices=("folded", "speedscope", "pprof", "flamegraph"))
+    p.add_argument("out")
+    p.add_argument("--native", action="store_true", help="keep every frame")
+    p.add_argument("--template", help="d3-flame-graph's HTML template (flamegraph)")
+    a = p.parse_args(argv[1:])
+    if a.format == "flamegraph" and not a.template:
+        p.error("flamegraph needs --template")
+    return a
+
+
 def main(argv):
-    if len(argv) not in (5, 6) or argv[3] not in ("folded", "speedscope", "pprof") or \
-            (len(argv) == 6 and argv[5] != "--native"):
-        sys.stderr.write(__doc__)
-        return 2
-    perf, data, fmt, out = argv[1:5]
-    native = len(argv) == 6
-    stacks, frames, before, after = read(perf, data, native)
+    a = arguments(argv)
+    stacks, frames, before, after = read(a.perf, a.data, a.native)
     if not stacks:
-        sys.stderr.write("no samples with a call chain in %s\n" % data)
+        sys.stderr.write("no samples with a call chain in %s\n" % a.data)
         return 1
-    if fmt == "folded":
-        write_folded(stacks, frames, out)
-    elif fmt == "speedscope":
-        write_speedscope(stacks, frames, out, os.path.basename(os.path.dirname(os.path.abspath(data))))
+    recording = os.path.dirname(os.path.abspath(a.data))
+    view = "every frame (--native)" if a.native else "the Python view"
+    summary = "%d samples, %d functions, %s: median %d frames per stack (%d with every frame)" % (
+        len(stacks), len(frames.rows), view, after, before)
+    if a.format == "folded":
+        write_folded(stacks, frames, a.out)
+    elif a.format == "speedscope":
+        write_speedscope(stacks, frames, a.out, os.path.basename(recording))
+    elif a.format == "pprof":
+        write_pprof(stacks, frames, a.out)
     else:
-        write_pprof(stacks, frames, out)
-    view = "every frame (--native)" if native else "the Python view"
-    print("%s: %d samples, %d functions, %s: median %d frames per stack (%d with every frame)" %
-          (out, len(stacks), len(frames.rows), view, after, before))
+        write_flamegraph(stacks, frames, a.out, a.template, "pyperf-run: %s" % os.path.basename(recording),
+                         "%s\n%s\n" % (a.data, summary))
+    print("%s: %s" % (a.out, summary))
     return 0
 
 

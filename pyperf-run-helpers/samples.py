@@ -1,15 +1,19 @@
 """Reading a recording's samples (perf script) and the first lines of its
 Python functions (the jitdumps the library wrote).
 
-A sample is (comm, pid, tid, period, frames); frames run from the leaf out,
-each (symbol, dso path)."""
+A sample is (comm, pid, tid, time, period, frames): time in seconds (None
+where perf printed none), frames from the leaf out, each (symbol, dso
+path)."""
 import os
 import re
 import struct
 import subprocess
 
-FIELDS = "comm,pid,tid,period,ip,sym,dso"
-HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<period>\d+)\s*$")
+import progress
+
+FIELDS = "comm,pid,tid,time,period,ip,sym,dso"
+HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)"
+                    r"(?:\s+(?P<time>\d+\.\d+):)?\s+(?P<period>\d+)\s*$")
 FRAME = re.compile(r"^\s+[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
 
 
@@ -31,28 +35,40 @@ def parse(lines):
         if head is not None:
             yield head + (frames,)
         head = (m.group("comm"), int(m.group("pid")), int(m.group("tid")),
+                float(m.group("time")) if m.group("time") else None,
                 int(m.group("period"))) if m else None
         frames = []
     if head is not None:
         yield head + (frames,)
 
 
-def perf_script(perf, data, max_stack="8192"):
+def perf_script(perf, data, max_stack="8192", show_progress=True):
     """perf script's samples of DATA (a generator; perf runs meanwhile), read
     with the recording's own build-id cache when it has one (pyperf-run
-    keeps it next to DATA, with the binaries of processes from containers)."""
+    keeps it next to DATA, with the binaries of processes from containers).
+    A long read shows its progress on stderr (progress.py)."""
     data = os.path.abspath(data)
     cache = os.path.join(os.path.dirname(data), ".debug")
-    cmd = [perf] + (["--buildid-dir", cache] if os.path.isdir(cache) else []) + [
+    cache_args = ["--buildid-dir", cache] if os.path.isdir(cache) else []
+    cmd = [perf] + cache_args + [
         "script", "-i", data, "--no-inline", "--max-stack", max_stack, "-F", FIELDS]
+    shown = None
+    if show_progress:
+        shown = progress.Progress(os.path.basename(data), progress.recording_times(perf, data, cache_args))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=os.path.dirname(data))
+    n = 0
     try:
         for s in parse(raw.decode("utf-8", "replace") for raw in proc.stdout):
+            n += 1
+            if shown and n & 63 == 0:
+                shown.update(n, s[3])
             yield s
     finally:
         proc.stdout.close()
         proc.wait()
+        if shown:
+            shown.finish(n)
 
 
 JITDUMP_MAGIC = 0x4A695444

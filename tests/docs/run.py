@@ -27,6 +27,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -279,9 +280,12 @@ def c_report(ctx, cmd):
 
 
 def c_flamegraph(ctx, cmd):
+    """The flame graph is written, names the example's functions and is the
+    Python view unless --native: no eval-loop frame drawn."""
     need_perf()
     filled = ctx.fill(cmd)
-    target = os.path.join(ctx.work, shlex.split(filled)[-1])
+    words = shlex.split(filled)
+    target = os.path.join(ctx.work, words[words.index("--flamegraph") + 1])
     if os.path.exists(target):
         os.unlink(target)
     rc, out = ctx.sh(filled)
@@ -292,8 +296,12 @@ def c_flamegraph(ctx, cmd):
     if not os.path.exists(target):
         raise Fail("%s was not written" % target)
     with open(target, errors="replace") as f:
-        names = app_names_in(f.read())
-    return "%s holds %s" % (os.path.basename(target), ", ".join(names))
+        text = f.read()
+    names = app_names_in(text)
+    eval_loop = text.count("_PyEval_EvalFrameDefault")
+    if "--native" not in words and eval_loop:
+        raise Fail("%s is not the Python view: it draws _PyEval_EvalFrameDefault %d times" % (target, eval_loop))
+    return "%s holds %s; _PyEval_EvalFrameDefault %d times" % (os.path.basename(target), ", ".join(names), eval_loop)
 
 
 def c_export(ctx, cmd):
@@ -329,6 +337,25 @@ def c_go_pprof(ctx, cmd):
     if len(listed) < 3:
         raise Fail("pprof lists %s: %s" % (listed, out[-400:]))
     return "pprof lists %s with app.py:LINE" % ", ".join(listed)
+
+
+def c_upload(ctx, cmd):
+    """An upload of the documented pprof export to a profiling service: run
+    where the uploader is installed and its server answers on the address
+    the command names, a skip saying which is missing otherwise."""
+    tool = shlex.split(cmd)[0]
+    address = re.search(r"(?:--url=http://|--remote-store-address=)([\w.-]+):(\d+)", cmd)
+    if not shutil.which(tool):
+        raise Skip("%s is not installed (a binary from its project's releases)" % tool)
+    try:
+        socket.create_connection((address.group(1), int(address.group(2))), timeout=2).close()
+    except OSError as e:
+        raise Skip("no server answers at %s:%s for %s (%s)" % (address.group(1), address.group(2), tool, e))
+    if not os.path.exists(os.path.join(ctx.work, "profile.pb.gz")):
+        raise Fail("no profile.pb.gz from the documented export above")
+    rc, out = ctx.sh(cmd)
+    expect(rc, out, 0)
+    return "%s uploaded profile.pb.gz" % tool
 
 
 def c_perf_script(ctx, cmd):
@@ -639,10 +666,12 @@ CHECKS = [
     (r"LD_PRELOAD=/path/to/libpyperfinject\.so python app\.py", c_preload),
     (r"pyperf-run record -- python app\.py", c_readme_record),
     (r"pyperf-run report (pyperf-DATE-TIME|DIR)( -- .*)?", c_report),
-    (r"pyperf-run report (pyperf-DATE-TIME|DIR) --flamegraph \S+", c_flamegraph),
+    (r"pyperf-run report (pyperf-DATE-TIME|DIR) --flamegraph \S+( --native)?", c_flamegraph),
     (r"perf script -i DIR/perf\.jit\.data > app\.perf", c_perf_script),
     (r"pyperf-run report DIR --(pprof|speedscope|folded) \S+( --native)?", c_export),
     (r"go tool pprof -top -lines profile\.pb\.gz", c_go_pprof),
+    (r"(profilecli upload --url=http://localhost:4040|parca-push --remote-store-address=localhost:7070 "
+     r"--remote-store-insecure) --\S+=\S+=myapp profile\.pb\.gz", c_upload),
     (r"pyperf-run check -- python3", c_check),
     (r"pyperf-run -- python app\.py", c_exec_only),
     (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),

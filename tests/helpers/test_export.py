@@ -43,12 +43,12 @@ class ParseTest(unittest.TestCase):
     def test_headers_and_frames(self):
         got = list(samples.parse(SCRIPT.splitlines(True)))
         self.assertEqual(len(got), 2)
-        comm, pid, tid, period, stack = got[0]
-        self.assertEqual((comm, pid, tid, period), ("Web Content", 1234, 1240, 1001001))
+        comm, pid, tid, time, period, stack = got[0]
+        self.assertEqual((comm, pid, tid, time, period), ("Web Content", 1234, 1240, None, 1001001))
         self.assertEqual(stack[0], ("long_mul", PY))
         self.assertEqual(stack[1], ("py::foo:/app/app.py", "/tmp/jitted-1234-7.so"))
         self.assertEqual(len(stack), 10)
-        self.assertEqual(got[1][4], [("pvm_irq_enable", "[kernel.kallsyms]"), ("[unknown]", "[unknown]")])
+        self.assertEqual(got[1][5], [("pvm_irq_enable", "[kernel.kallsyms]"), ("[unknown]", "[unknown]")])
 
     def test_garbage_between_samples_is_skipped(self):
         got = list(samples.parse(["not a header\n", "\t  1 x (y)\n", "\n"] + SCRIPT.splitlines(True)))
@@ -57,7 +57,7 @@ class ParseTest(unittest.TestCase):
 
 class ViewTest(unittest.TestCase):
     def test_python_311_folds_machinery_keeps_work(self):
-        stack = list(samples.parse(SCRIPT.splitlines(True)))[0][4]
+        stack = list(samples.parse(SCRIPT.splitlines(True)))[0][5]
         kept = [s for s, _ in pyview.python_view(stack)]
         # the unnamed interpreter frame on the way to py::bar is folded too
         self.assertEqual(kept, ["long_mul", "py::foo:/app/app.py", "py::bar:/app/app.py"])
@@ -179,7 +179,7 @@ class ExportTest(unittest.TestCase):
     def setUp(self):
         self.stacks = []
         self.frames = export.Frames({"py::foo:/app/app.py": 8})
-        for comm, pid, tid, period, stack in samples.parse(SCRIPT.splitlines(True)):
+        for comm, pid, tid, _, period, stack in samples.parse(SCRIPT.splitlines(True)):
             kept = pyview.python_view(stack)
             self.stacks.append((comm, pid, tid, period, [self.frames.of(s, d) for s, d in reversed(kept)]))
 

@@ -1,6 +1,6 @@
 """Open a flame graph in headless Chromium and check what a person would see.
 
-Usage: browser_check.py [--in SELECTOR] FILE|URL PNG NAME...
+Usage: browser_check.py [--in SELECTOR] [--size WxH] FILE|URL PNG NAME...
 
 Drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe:
 no port, no extra package), waits until every NAME is drawn as a visible
@@ -9,7 +9,9 @@ after its transition; FlameGraph/inferno: a <text>), then takes a screenshot
 of the whole page to PNG and saves the rendered DOM to PNG.dom.html.
 Tooltips (<title>) and the page's embedded data do not count. --in body
 looks for the labels in any visible element of the page instead (speedscope:
-its flame chart is a canvas, its sandwich view's table is HTML).
+its flame chart is a canvas, its sandwich view's table is HTML). --size sets
+the window (1400x1000): pages that draw only the rows in view (speedscope's
+tables) show more of them in a taller one.
 Exit status 0 when every name is drawn, 1 otherwise (2: Chromium failed).
 """
 import base64
@@ -50,7 +52,7 @@ FIND_LABELS = r"""
 
 
 class Browser:
-    def __init__(self, url):
+    def __init__(self, url, size):
         self.profile = tempfile.mkdtemp(prefix="pyperf-run-chromium.")
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
@@ -62,7 +64,7 @@ class Browser:
                "--no-first-run", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--hide-scrollbars",
                "--remote-debugging-pipe", "--user-data-dir=" + self.profile,
-               "--window-size=1400,1000", url]
+               "--window-size=%d,%d" % size, url]
 
         def fds():
             # Chromium reads commands on fd 3 and answers on fd 4.
@@ -114,9 +116,9 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def main(path, png, names, within="svg"):
+def main(path, png, names, within="svg", size=(1400, 1000)):
     url = path if path.startswith("file://") else "file://" + os.path.abspath(path)
-    b = Browser(url)
+    b = Browser(url, size)
     try:
         page = None
         deadline = time.time() + TIMEOUT
@@ -142,8 +144,8 @@ def main(path, png, names, within="svg"):
             if state.get("svg") and all(n in state["shown"] for n in names):
                 break
             time.sleep(0.25)
-        width = min(max(int(state.get("width", 1400)), 800), 4000)
-        height = min(max(int(state.get("height", 1000)) + 20, 600), 8000)
+        width = min(max(int(state.get("width", size[0])), 800), 4000)
+        height = min(max(int(state.get("height", size[1])) + 20, 600), 8000)
         b.send("Emulation.setDeviceMetricsOverride",
                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
         time.sleep(0.5)
@@ -175,9 +177,14 @@ def main(path, png, names, within="svg"):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    within = "svg"
-    if args[:1] == ["--in"] and len(args) > 1:
-        within, args = args[1], args[2:]
+    within, size = "svg", (1400, 1000)
+    while len(args) > 1 and args[0] in ("--in", "--size"):
+        if args[0] == "--in":
+            within = args[1]
+        else:
+            w, _, h = args[1].partition("x")
+            size = (int(w), int(h))
+        args = args[2:]
     if len(args) < 3:
         sys.exit(__doc__)
-    sys.exit(main(args[0], args[1], args[2:], within))
+    sys.exit(main(args[0], args[1], args[2:], within, size))

@@ -424,6 +424,13 @@ record_e2e() {
     "$W" report rec --flamegraph "$ART/flamegraph-$label.html" ||
         die_test "pyperf-run report --flamegraph failed"
     grep -q 'py::foo' "$ART/flamegraph-$label.html" || die_test "the flame graph file has no py::foo"
+    # The Python view by default: the eval loop, where perf names it in
+    # every frame (--native), is folded away.
+    "$W" report rec --flamegraph "$T/native.html" --native || die_test "pyperf-run report --flamegraph --native failed"
+    if grep -q '"n":"_PyEval_EvalFrameDefault"' "$T/native.html"; then
+        ! grep -q '"n":"_PyEval_EvalFrameDefault"' "$ART/flamegraph-$label.html" ||
+            die_test "the flame graph is not the Python view: it draws _PyEval_EvalFrameDefault"
+    fi
     has chromium || skip_test "recording and flame graph checked; chromium is not installed to render it"
     render_and_check "$ART/flamegraph-$label.html" "$ART/flamegraph-$label.png"
 }
@@ -464,16 +471,17 @@ assert want in doc["shared"]["frames"], (want, doc["shared"]["frames"][:5])
     done
     # speedscope's offline build (make renderers), from the URL pyperf-run
     # prints: its sandwich view lists the functions as HTML, the hottest
-    # first (it draws only the rows in view: foo's, not bar's and main's,
-    # which do nothing themselves).
+    # first; it draws only the rows in view, so a window tall enough for
+    # the Python view's few dozen functions shows foo, bar and main.
     local url
     url=$(sed -n 's/^pyperf-run: open offline in a browser: //p' "$T/out.txt")
     if [ -z "$url" ]; then
         [ -f "$(cat "$ART/d3-template" 2>/dev/null)" ] && die_test "no offline speedscope URL printed"
         echo "no renderers fetched (make renderers): speedscope not opened"
     elif has chromium; then
-        "$PYTHON_HELPER" "$HERE/browser_check.py" --in body "$url&view=sandwich" "$ART/speedscope-sandwich.png" \
-            "py::foo:$APP" "python3 " || die_test "speedscope does not show the Python function foo"
+        "$PYTHON_HELPER" "$HERE/browser_check.py" --in body --size 1400x4000 "$url&view=sandwich" \
+            "$ART/speedscope-sandwich.png" "py::foo:$APP" "py::bar:$APP" "py::main:$APP" "python3 " ||
+            die_test "speedscope does not show the Python functions foo, bar and main"
     else
         echo "chromium is not installed: speedscope not opened"
     fi
@@ -1000,9 +1008,10 @@ test_chains_whole_100() {
     expect_out '^pyperf-run: [0-9.]+% of [0-9]+ (checked )?samples.* have a cut chain \(stack copy of 16 KiB full'
 }
 
-# The HTML flame graph of whole deep chains: perf's flamegraph.py encodes the
-# tree as nested JSON and failed past ~280 native frames (a 100-deep Python
-# recursion is ~500) until pyperf-run ran it with a deeper recursion limit.
+# The HTML flame graph of whole deep chains: the tree is nested JSON, and
+# perf's own flamegraph script failed past ~280 native frames (a 100-deep
+# Python recursion is ~500 with every frame); export.py encodes it without
+# recursion.
 test_flamegraph_deep() {
     perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
     local tpl
@@ -1011,6 +1020,8 @@ test_flamegraph_deep() {
     expect_rc 0 "$W" record -o "$T/rec" -F 299 -- "$(default_python)" "$DEEP" 100
     expect_rc 0 "$W" report "$T/rec" --flamegraph "$T/deep.html"
     grep -q 'py::rec' "$T/deep.html" || die_test "the flame graph has no py::rec"
+    expect_rc 0 "$W" report "$T/rec" --flamegraph "$T/deep-native.html" --native
+    grep -q 'py::rec' "$T/deep-native.html" || die_test "the --native flame graph has no py::rec"
 }
 
 # A 300-deep recursion is deeper than the 64 KiB copy holds: a plausible
@@ -1123,6 +1134,33 @@ test_demo() {
     expect_out "$chain"
     expect_rc 2 env PYPERFINJECT_ENABLE=0 make -s -C "$ROOT" demo PYTHON="$real" # make: 2 when the recipe fails
     expect_out "^demo: no sample shows the example's Python call chain"
+}
+
+# The issue's first minutes: from the source tree after `make`, one command
+# writes the HTML flame graph of the bundled example, and one export opens
+# in the second offline viewer (speedscope); Chromium must draw the
+# example's functions in both (screenshots: build/wrapper-test/example-*.png).
+test_example_viewers() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    [ -f "$(cat "$ART/d3-template" 2>/dev/null)" ] ||
+        skip_test "make renderers could not fetch the pinned viewers (see $ART/renderers.log)"
+    local app="$ROOT/examples/app.py" f
+    local -a names=()
+    for f in main handle_requests render_page; do names+=("py::$f:$app"); done
+    cd "$T"
+    expect_rc 0 "$W" record -o rec --flamegraph "$ART/example-flamegraph.html" -- "$(default_python)" "$app"
+    expect_out "flame graph: $ART/example-flamegraph.html \\(d3-flame-graph"
+    expect_rc 0 "$W" report rec --speedscope "$ART/example.speedscope.json"
+    local url
+    url=$(sed -n 's/^pyperf-run: open offline in a browser: //p' "$T/out.txt")
+    [ -n "$url" ] || die_test "no offline speedscope URL printed"
+    has chromium || skip_test "flame graph and speedscope file written; chromium is not installed to open them"
+    # Wide enough that the narrower functions' labels are not cut.
+    "$PYTHON_HELPER" "$HERE/browser_check.py" --size 2400x1200 "$ART/example-flamegraph.html" \
+        "$ART/example-flamegraph.png" "${names[@]}" || die_test "the flame graph does not draw ${names[*]}"
+    "$PYTHON_HELPER" "$HERE/browser_check.py" --in body --size 1400x4000 "$url&view=sandwich" \
+        "$ART/example-speedscope.png" "${names[@]}" "py::checksum:$app" ||
+        die_test "speedscope does not show the example's functions"
 }
 
 test_install() {
@@ -1249,8 +1287,7 @@ provision() {
             echo "missing (not root, not installing): ${missing[*]}"
         fi
     fi
-    # The d3-flame-graph template perf's flamegraph script needs: the
-    # pinned copy `make renderers` fetches, which pyperf-run finds by itself.
+    # The d3-flame-graph template of HTML flame graphs: the pinned copy `make renderers` fetches, which pyperf-run finds by itself.
     make -s -C "$ROOT" renderers >"$ART/renderers.log" 2>&1 || true
     local tpl="$ROOT/build/renderers/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
     if [ -f "$tpl" ]; then echo "$tpl" >"$ART/d3-template"; fi
@@ -1312,6 +1349,7 @@ run_test consumer_bpftrace
 run_test consumer_perf_top
 run_test flamegraph_deep
 run_test demo
+run_test example_viewers
 run_test install
 if [ "$smoke" -eq 0 ] && [ -f "$ROOT/build/interpreters.txt" ]; then
     while IFS=$'\t' read -r label cmd kind; do
