@@ -24,8 +24,9 @@
 #       Python view (below), --native: every frame (FILE.html: the
 #       d3-flame-graph template `make` fetched; FILE.svg: inferno or
 #       FlameGraph).
-#   pyperf-run report DIR --folded FILE | --speedscope FILE | --pprof FILE [--native]
-#       export the samples: collapsed stacks; speedscope's JSON; pprof's
+#   pyperf-run report DIR --top | --folded FILE | --speedscope FILE | --pprof FILE [--native]
+#       the functions where time goes (self and total, as text), or export
+#       the samples: collapsed stacks; speedscope's JSON; pprof's
 #       profile.proto (FILE.pb.gz: go tool pprof, Pyroscope, Parca). The
 #       Python view folds the interpreter's call machinery between Python
 #       frames; --native keeps every frame.
@@ -854,13 +855,19 @@ use_recording_cache() {
     [ ! -d "$d/.debug" ] || PERF_CACHE=(--buildid-dir "$d/.debug")
 }
 
-# export_samples DATA FORMAT FILE [--native]: export.py's one line, or die.
+# export_samples DATA FORMAT FILE [--native]: export.py's one line (on
+# stderr; FILE - is stdout), or die.
 export_samples() {
     local data=$1 format=$2 file=$3 py
     shift 3
     py=$(helper_python) || die "--$format needs python3 on this machine"
-    env -u LD_PRELOAD "$py" -I -B "$(find_helper export.py)" "$PERF" "$data" "$format" "$file" "$@" >&2 ||
-        die "could not write $file"
+    if [ "$file" = - ]; then
+        env -u LD_PRELOAD "$py" -I -B "$(find_helper export.py)" "$PERF" "$data" "$format" - "$@" ||
+            die "could not read $data"
+    else
+        env -u LD_PRELOAD "$py" -I -B "$(find_helper export.py)" "$PERF" "$data" "$format" "$file" "$@" >&2 ||
+            die "could not write $file"
+    fi
 }
 
 # renderer_file IN_BUILD INSTALLED: the copy of a viewer file `make`
@@ -898,10 +905,16 @@ cmd_report() {
         --flamegraph=*) flame=${1#--flamegraph=}; shift ;;
         --folded | --speedscope | --pprof)
             [ $# -ge 2 ] || usage_error "$1 needs a file"
-            [ -z "$format" ] || usage_error "one of --folded, --speedscope, --pprof at a time"
+            [ -z "$format" ] || usage_error "one of --top, --folded, --speedscope, --pprof at a time"
             format=${1#--}
             file=$2
             shift 2
+            ;;
+        --top)
+            [ -z "$format" ] || usage_error "one of --top, --folded, --speedscope, --pprof at a time"
+            format=top
+            file=-
+            shift
             ;;
         --native) native=--native; shift ;;
         -*) usage_error "report: unknown option '$1' (perf report options go after --)" ;;
@@ -924,7 +937,7 @@ cmd_report() {
         return
     fi
     [ -z "$native" ] || [ -n "$flame" ] ||
-        usage_error "--native goes with --flamegraph, --folded, --speedscope or --pprof (perf report shows every frame)"
+        usage_error "--native goes with --flamegraph, --top, --folded, --speedscope or --pprof (perf report shows every frame)"
     report_chains "$dir" "$data"
     if [ -n "$flame" ]; then
         make_flamegraph "$data" "$flame" "$native"

@@ -3,7 +3,7 @@ speedscope JSON, pprof or an HTML flame graph, in the Python view
 (pyview.py) or every frame.
 
     export.py PERF DATA FORMAT OUT [--native] [--template HTML]
-    FORMAT: folded | speedscope | pprof | flamegraph
+    FORMAT: folded | speedscope | pprof | flamegraph | top (OUT: - for stdout)
     (speedscope: also OUT.js, which speedscope's offline build opens:
     index.html#localProfilePath=OUT.js; flamegraph: --template is
     d3-flame-graph's d3-flamegraph-base.html)
@@ -22,6 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flametree  # noqa: E402
 import pyview  # noqa: E402
 import samples  # noqa: E402
+import toptable  # noqa: E402
+
+TOP_LINES = 30
 
 
 class Frames(object):
@@ -201,11 +204,33 @@ def write_flamegraph(stacks, frames, out, template, title, context):
         f.write(text)
 
 
+def write_top(stacks, frames, out):
+    rows = frames.rows
+
+    def name(i):
+        return rows[i][1] if rows[i][4].startswith(pyview.PY_PREFIX) else rows[i][0]
+
+    def where(i):
+        label, _, path, line, system = rows[i]
+        if system.startswith(pyview.PY_PREFIX):
+            return "%s:%d" % (path, line) if line else path
+        return os.path.basename(path)
+
+    ids = [s[4] for s in stacks]
+    lines = toptable.render(toptable.table(ids, name), len(ids), name, where, TOP_LINES)
+    f = sys.stdout if out == "-" else open(out, "w")
+    try:
+        f.write("\n".join(lines) + "\n")
+    finally:
+        if f is not sys.stdout:
+            f.close()
+
+
 def arguments(argv):
     p = argparse.ArgumentParser(prog="export.py", description=__doc__.split("\n\n")[0])
     p.add_argument("perf")
     p.add_argument("data")
-    p.add_argument("format", choices=("folded", "speedscope", "pprof", "flamegraph"))
+    p.add_argument("format", choices=("folded", "speedscope", "pprof", "flamegraph", "top"))
     p.add_argument("out")
     p.add_argument("--native", action="store_true", help="keep every frame")
     p.add_argument("--template", help="d3-flame-graph's HTML template (flamegraph)")
@@ -231,6 +256,10 @@ def main(argv):
         write_speedscope(stacks, frames, a.out, os.path.basename(recording))
     elif a.format == "pprof":
         write_pprof(stacks, frames, a.out)
+    elif a.format == "top":
+        write_top(stacks, frames, a.out)
+        sys.stderr.write("%s: %s\n" % (os.path.basename(a.data), summary))
+        return 0
     else:
         write_flamegraph(stacks, frames, a.out, a.template, "pyperf-run: %s" % os.path.basename(recording),
                          "%s\n%s\n" % (a.data, summary))

@@ -325,6 +325,21 @@ def c_export(ctx, cmd):
     return "%s: %s" % (os.path.basename(target), ", ".join(app_names_in(text)))
 
 
+def c_top(ctx, cmd):
+    """The text report lists the example's functions at their file:line,
+    in the Python view."""
+    need_perf()
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^ +self +total  function"])
+    # checksum is the example's only function with time of its own.
+    row = re.search(r"^ +([\d.]+)% +([\d.]+)%  checksum  \S*app\.py:\d+$", out, re.M)
+    if not row or float(row.group(2)) < float(row.group(1)):
+        raise Fail("--top lists no checksum at app.py:LINE with total >= self: %s" % out[-600:])
+    if "_PyEval_EvalFrameDefault" in out:
+        raise Fail("--top is not the Python view: it lists _PyEval_EvalFrameDefault")
+    return "checksum at app.py:LINE, self %s%%, total %s%%" % (row.group(1), row.group(2))
+
+
 def c_go_pprof(ctx, cmd):
     """pprof itself lists the example's functions at their file:line."""
     if not shutil.which("go"):
@@ -670,6 +685,7 @@ CHECKS = [
     (r"perf script -i DIR/perf\.jit\.data > app\.perf", c_perf_script),
     (r"pyperf-run report DIR --(pprof|speedscope|folded) \S+( --native)?", c_export),
     (r"go tool pprof -top -lines profile\.pb\.gz", c_go_pprof),
+    (r"pyperf-run report DIR --top", c_top),
     (r"(profilecli upload --url=http://localhost:4040|parca-push --remote-store-address=localhost:7070 "
      r"--remote-store-insecure) --\S+=\S+=myapp profile\.pb\.gz", c_upload),
     (r"pyperf-run check -- python3", c_check),

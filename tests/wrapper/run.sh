@@ -457,6 +457,10 @@ test_export_pprof_speedscope() {
     perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
     "$W" record -o rec -- "$(default_python)" "$APP" >"$T/record.txt" 2>&1 ||
         { cat "$T/record.txt"; die_test "pyperf-run record failed"; }
+    # The text report: foo, where the time goes, at its file:line.
+    expect_rc 0 "$W" report rec --top
+    cat "$T/out.txt"
+    expect_out "^ +[0-9.]+% +[0-9.]+%  foo  $APP:$(grep -n '^def foo(' "$APP" | cut -d: -f1)\$"
     expect_rc 0 "$W" report rec --speedscope "$T/p.speedscope.json"
     expect_out "p.speedscope.json: [0-9]+ samples"
     local f line
