@@ -807,7 +807,7 @@ __fix_and_inject() {
     local out=$1 data=$2 search=$3 adopt=${4:-} py input fixed
     input=$data
     fixed="$out/.perf.host.data"
-    rm -f -- "$fixed"
+    rm -f -- "$fixed" "$fixed.tmp"
     if py=$(helper_python); then
         local rc=0
         env -u LD_PRELOAD "$py" -I -B "$(find_helper nsfix.py)" "$data" "$search" "$out/host-pids" "$fixed" "$adopt" || rc=$?
@@ -822,12 +822,12 @@ __fix_and_inject() {
     cache_kept_binaries "$search"
     local err
     if ! err=$(cd -- "$out" && "$PERF" "${PERF_CACHE[@]}" inject --jit -i "$input" -o "$out/perf.jit.data" 2>&1); then
-        rm -f -- "$fixed" "$out/perf.jit.data"
+        rm -f -- "$fixed" "$fixed.tmp" "$out/perf.jit.data"
         warn "perf inject --jit failed; only perf.data (names from the perf-*.map files, innermost frames in DWARF mode) is available:"
         printf '%s\n' "$err" >&2
         return 1
     fi
-    rm -f -- "$fixed"
+    rm -f -- "$fixed" "$fixed.tmp"
     return 0
 }
 

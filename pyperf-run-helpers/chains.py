@@ -202,5 +202,6 @@ def main(data, pids):
         print("perf lost %d samples (its ring buffer was full); see docs/usage.md" % lost)
 
 
-PERF, MAX_STACK, KMAX, CAP = sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-main(sys.argv[2], set(int(p) for p in sys.argv[6:]))
+if __name__ == "__main__":
+    PERF, MAX_STACK, KMAX, CAP = sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    main(sys.argv[2], set(int(p) for p in sys.argv[6:]))

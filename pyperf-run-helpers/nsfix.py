@@ -258,4 +258,5 @@ def main(data_in, search, host_dir, data_out, adopt=""):
     os.rename(data_out + ".tmp", data_out)
     return 0
 
-sys.exit(main(*sys.argv[1:6]))
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:6]))
