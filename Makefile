@@ -15,7 +15,9 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 SANITIZE ?=
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing $(WARN) $(SAN_FLAGS) \
+# The version's one home: the build, pyperf-run and the man page read it.
+VERSION := $(shell cat VERSION)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPI_VERSION='"$(VERSION)"' -fPIC -fvisibility=hidden -fno-strict-aliasing $(WARN) $(SAN_FLAGS) \
               -Iinclude -Ilibpyperfinject $(CFLAGS)
 LDLIBS := -ldl -lpthread -lgcc_s
 

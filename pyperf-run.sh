@@ -107,10 +107,9 @@ version() {
         printf '%s\n' "$CONFIGURED_VERSION"
         return
     fi
-    local h
-    h="$(script_dir)/libpyperfinject/state.h"
-    if [ -f "$h" ]; then
-        sed -n 's/^#define PI_VERSION "\(.*\)"/\1 (source tree)/p' "$h"
+    local v
+    if v=$(cat -- "$(script_dir)/VERSION" 2>/dev/null) && [ -n "$v" ]; then
+        printf '%s (source tree)\n' "$v"
     else
         echo "unknown (source tree)"
     fi

@@ -6,36 +6,56 @@
 #define NO -1
 
 /* Rows: version, hook signature, install, code extra, wait, meaning of the
- * initial field, how a call is refused on a full C stack, eval_frame field offset, frame->code offset and tag mask,
- * then code-object offsets (filename, name, qualname, firstlineno, co_extra)
- * for the default (GIL) build. co_extra is read directly on the hot path
- * and verified against the API on the first trampoline (eval.c). Sources: offsetof() on 3.6.15-3.13.0 pyenv builds and
+ * initial field, how a call is refused on a full C stack, CPython's own perf
+ * support, whether free-threaded builds exist, then offsets: the eval_frame
+ * field, frame->code and its tag mask, and the code object's filename, name,
+ * qualname, firstlineno and co_extra for the default (GIL) build.
+ * PyThreadState.interp is at 16 and ob_type at 8 in every version. co_extra
+ * is read directly on the hot path and verified against the API on the first
+ * trampoline (eval.c). Sources: offsetof() on 3.6.15-3.13.0 pyenv builds and
  * Debian 3.11/3.14/3.15, cross-checked with PyCode_Type.tp_members. */
 static const struct pi_abi table[] = {
-#define ROW(mi, hook, inst, extra, wait, def, own, evoff, fcoff, tag, fn, nm, qn, fl, cx)       \
-    {3, mi, hook, inst, extra, wait, def, own, evoff, fcoff, tag, 8, fn, nm, qn, fl, cx, 0}
+#define ROW(mi, hook, inst, extra, wait, def, own, perf, ft, evoff, fcoff, tag, fn, nm, qn, fl, cx) \
+    {3, mi, hook, inst, extra, wait, def, own, perf, ft, 16, evoff, fcoff, tag, 8, fn, nm, qn, fl, \
+     cx, 0}
+#define TSTATE PI_HOOK_TSTATE_FRAME_THROW
+#define AUDIT PI_WAIT_AUDIT_HOOK
     ROW(6, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
-        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 112, 32, 0, 96, 104, NO, 36, NO),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        112, 32, 0, 96, 104, NO, 36, NO),
     ROW(7, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
-        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 464, 32, 0, 96, 104, NO, 36, NO),
-    ROW(8, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, 568, 32, 0, 104, 112, NO, 40, 144),
-    ROW(9, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, NO, 32, 0, 104, 112, NO, 40, 144),
-    ROW(10, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, NO, 32, 0, 104, 112, NO, 40, 144),
-    ROW(11, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, PI_REFUSE_RETURN, NO, 32, 0, 112, 120, 128, 72, 176),
-    ROW(12, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, NO, 0, 0, 112, 120, 128, 68, 184),
-    ROW(13, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, NO, 0, 0, 112, 120, 128, 68, 192),
-    ROW(14, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, NO, 0, 3, 112, 120, 128, 68, 200),
-    ROW(15, PI_HOOK_TSTATE_FRAME_THROW, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, PI_WAIT_AUDIT_HOOK,
-        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, NO, 0, 3, 112, 120, 128, 68, 200),
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        464, 32, 0, 96, 104, NO, 36, NO),
+    ROW(8, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_PRIVATE, AUDIT,
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        568, 32, 0, 104, 112, NO, 40, 144),
+    ROW(9, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, AUDIT,
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        NO, 32, 0, 104, 112, NO, 40, 144),
+    ROW(10, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, AUDIT,
+        PI_DEFAULT_IS_FUNCTION, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        NO, 32, 0, 104, 112, NO, 40, 144),
+    ROW(11, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_PRIVATE, AUDIT,
+        PI_DEFAULT_IS_NULL, PI_REFUSE_RETURN, PI_CPYTHON_PERF_NONE, 0,
+        NO, 32, 0, 112, 120, 128, 72, 176),
+    ROW(12, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, AUDIT,
+        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, PI_CPYTHON_PERF_MAP, 0,
+        NO, 0, 0, 112, 120, 128, 68, 184),
+    ROW(13, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, AUDIT,
+        PI_DEFAULT_IS_NULL, PI_REFUSE_THROW, PI_CPYTHON_PERF_MAP_JIT, 1,
+        NO, 0, 0, 112, 120, 128, 68, 192),
+    ROW(14, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, AUDIT,
+        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, PI_CPYTHON_PERF_MAP_JIT, 1,
+        NO, 0, 3, 112, 120, 128, 68, 200),
+    ROW(15, TSTATE, PI_INSTALL_SETTER, PI_EXTRA_UNSTABLE, AUDIT,
+        PI_DEFAULT_IS_NULL, PI_REFUSE_NONE, PI_CPYTHON_PERF_MAP_JIT, 1,
+        NO, 0, 3, 112, 120, 128, 68, 200),
+#undef AUDIT
+#undef TSTATE
 #undef ROW
 };
+
+enum { NROWS = sizeof table / sizeof *table };
 
 /* The free-threaded object header is 32 bytes instead of 16. */
 enum { FT_HEADER_GROWTH = 16, FT_OB_TYPE_OFFSET = 24 };
@@ -48,12 +68,12 @@ static void shift(int16_t *field)
 
 int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_abi *out)
 {
-    for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
+    for (size_t i = 0; i < NROWS; i++) {
         if (table[i].major != major || table[i].minor != minor)
             continue;
         *out = table[i];
         if (free_threaded) {
-            if (minor < 13) /* free-threaded builds exist from 3.13 */
+            if (!table[i].ft_builds)
                 return -1;
             out->free_threaded = 1;
             out->ob_type_offset = FT_OB_TYPE_OFFSET;
@@ -68,10 +88,22 @@ int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_a
     return -1;
 }
 
+int pi_abi_startup_facts(unsigned major, unsigned minor, struct pi_abi_startup *out)
+{
+    if (major != table[0].major || minor < table[0].minor)
+        return -1;
+    size_t i = 0;
+    while (i + 1 < NROWS && table[i + 1].minor <= minor)
+        i++;
+    out->wait = table[i].wait;
+    out->cpython_perf = table[i].cpython_perf;
+    return 0;
+}
+
 void pi_abi_supported_range(unsigned *lo, unsigned *hi)
 {
     *lo = table[0].minor;
-    *hi = table[sizeof table / sizeof *table - 1].minor;
+    *hi = table[NROWS - 1].minor;
 }
 
 int pi_abi_parse_version(const char *text, unsigned *major, unsigned *minor)

@@ -42,6 +42,14 @@ enum pi_default_kind {
     PI_DEFAULT_IS_NULL,     /* NULL means default (3.11+) */
 };
 
+/* What CPython offers of its own perf support, which the library gives way
+ * to (coexist.c, preflight.c). */
+enum pi_cpython_perf {
+    PI_CPYTHON_PERF_NONE,    /* 3.6-3.11 */
+    PI_CPYTHON_PERF_MAP,     /* 3.12: -X perf, PYTHONPERFSUPPORT, sys.activate_stack_trampoline */
+    PI_CPYTHON_PERF_MAP_JIT, /* 3.13+: also -X perf_jit, PYTHON_PERF_JIT_SUPPORT */
+};
+
 /* How the hook refuses a call when the thread's C stack is nearly full
  * (stackguard.h): it depends on who pops the frame it is given. */
 enum pi_refusal {
@@ -64,6 +72,9 @@ struct pi_abi {
     enum pi_wait_kind wait;
     enum pi_default_kind default_eval;
     enum pi_refusal refusal;
+    enum pi_cpython_perf cpython_perf;
+    uint8_t ft_builds;          /* free-threaded builds of this version exist */
+    int16_t tstate_interp;      /* PyThreadState.interp */
     int16_t eval_frame_offset;  /* PI_INSTALL_FIELD only, else -1 */
     int16_t frame_code_offset;  /* code object pointer in the evaluated frame */
     uintptr_t frame_code_tag;   /* low bits to clear (tagged _PyStackRef, 3.14+) */
@@ -76,6 +87,23 @@ struct pi_abi {
 /* Copies the row for major.minor into *out, adjusted for free-threaded
  * builds. Returns 0, or -1 if the version is not supported. Pure. */
 int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_abi *out);
+
+/* What start-up must know before the build is known to be supported: how
+ * the library waits for interpreters, and CPython's own perf support. A
+ * version newer than the table gets the newest row's facts (it is refused
+ * later, with a reason, once it runs Python). Returns 0, or -1 for Python 2
+ * and 3.0-3.5, where the library stays inert. Pure. */
+struct pi_abi_startup {
+    enum pi_wait_kind wait;
+    enum pi_cpython_perf cpython_perf;
+};
+int pi_abi_startup_facts(unsigned major, unsigned minor, struct pi_abi_startup *out);
+
+/* The interpreter a thread state belongs to. */
+static inline void *pi_abi_interp_of(const struct pi_abi *abi, void *tstate)
+{
+    return *(void **)((char *)tstate + abi->tstate_interp);
+}
 
 /* Lowest and highest supported minor versions of Python 3. */
 void pi_abi_supported_range(unsigned *lo, unsigned *hi);

@@ -1,10 +1,10 @@
-/* The public API (include/pyperfinject.h): thin entry points over control.c. */
+/* The public API (include/pyperfinject.h): thin entry points over control.c
+ * and backends.c. */
 #include "pyperfinject.h"
 
 #include "control.h"
+#include "inject.h"
 #include "state.h"
-
-#include <unistd.h>
 
 #define API __attribute__((visibility("default")))
 
@@ -40,12 +40,8 @@ API int pyperfinject_flush(void)
     struct pi_state *s = &pi_state;
     if (!pi_is_active())
         return -1;
-    int rc = 0;
     pthread_mutex_lock(&s->lock);
-    if (s->perfmap.fd >= 0 && fdatasync(s->perfmap.fd) != 0)
-        rc = -1;
-    if (s->jitdump.fd >= 0 && fdatasync(s->jitdump.fd) != 0)
-        rc = -1;
+    int rc = pi_backends_flush(&s->backends);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

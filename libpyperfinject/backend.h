@@ -47,6 +47,14 @@ struct pi_backend_ops {
     int (*inherit)(void *self, const char *dir, char *err, size_t errlen);
     /* At exit: final records (optional; must leave the descriptor open). */
     void (*close)(void *self);
+    /* Makes what was written durable (fdatasync). 0, or -1 (errno). */
+    int (*flush)(void *self);
+    /* The path of this process's file, or NULL while it has none. */
+    const char *(*describe)(const void *self);
+    /* The sys.activate_stack_trampoline backend of CPython's that writes
+     * this backend's file when the directory is /tmp, or NULL: this one
+     * stops writing when CPython's takes over (coexist.c). */
+    const char *cpython_rival;
 };
 
 struct pi_backend {

@@ -11,15 +11,16 @@
  *    fails anyway (a bad backend name), the library comes back.
  * The perf map is shared without conflict (both append whole lines, for
  * different addresses). CPython's perf_jit backend truncates and rewrites
- * /tmp/jit-PID.dump, so the library stops writing its own dump there. */
+ * /tmp/jit-PID.dump, so the library stops writing its own dump there
+ * (backend.h's cpython_rival). The start-up checks are preflight.c's. */
+#include "coexist.h"
+
+#include "interp.h"
 #include "log.h"
 #include "state.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* PyMethodDef as laid out on LP64 in every version. */
 struct method_def {
@@ -30,114 +31,10 @@ struct method_def {
 };
 enum { METH_VARARGS = 1, METH_KEYWORDS = 2 };
 
-static int truthy_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
-/* Loader options that take a value, when python runs as `ld.so ... python`. */
-static int loader_option_with_value(const char *arg)
-{
-    static const char *const with_value[] = {"--library-path", "--argv0", "--preload",
-                                             "--audit", "--inhibit-rpath", "--glibc-hwcaps-mask",
-                                             "--glibc-hwcaps-prepend"};
-    for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
-        if (strcmp(arg, with_value[i]) == 0)
-            return 1;
-    return 0;
-}
-
-static int is_perf_xoption(const char *value)
-{
-    return strcmp(value, "perf") == 0 || strcmp(value, "perf_jit") == 0;
-}
-
-static int is_dev_xoption(const char *value)
-{
-    return strcmp(value, "dev") == 0;
-}
-
-/* Scans the interpreter's own options (up to the script, -c or -m) for an
- * -X option accepted by `wanted`. */
-static int xoption_requested(int (*wanted)(const char *))
-{
-    static char args[8192];
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, args, sizeof args - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    args[n] = '\0';
-    const char *end = args + n;
-    const char *arg = args;
-    const char *base = strrchr(arg, '/');
-    int under_loader = strncmp(base ? base + 1 : arg, "ld-", 3) == 0;
-    arg += strlen(arg) + 1;
-    if (under_loader) { /* skip the loader's options and the program path */
-        while (arg < end && strncmp(arg, "--", 2) == 0) {
-            int skip_value = loader_option_with_value(arg);
-            arg += strlen(arg) + 1;
-            if (skip_value && arg < end)
-                arg += strlen(arg) + 1;
-        }
-        if (arg < end)
-            arg += strlen(arg) + 1;
-    }
-    while (arg < end && arg[0] == '-') {
-        if (strcmp(arg, "-c") == 0 || strcmp(arg, "-m") == 0 || strcmp(arg, "-") == 0 ||
-            strcmp(arg, "--") == 0)
-            return 0;
-        const char *value = NULL;
-        if (strcmp(arg, "-X") == 0) {
-            arg += strlen(arg) + 1;
-            value = arg < end ? arg : NULL;
-        } else if (strncmp(arg, "-X", 2) == 0) {
-            value = arg + 2;
-        } else if (strcmp(arg, "-W") == 0) {
-            arg += strlen(arg) + 1; /* its value */
-        }
-        if (value != NULL && wanted(value))
-            return 1;
-        if (arg < end)
-            arg += strlen(arg) + 1;
-    }
-    return 0;
-}
-
-const char *pi_coexist_cpython_requested(unsigned minor)
-{
-    if (minor < 12)
-        return NULL;
-    if (truthy_env("PYTHONPERFSUPPORT"))
-        return "PYTHONPERFSUPPORT";
-    if (minor >= 13 && truthy_env("PYTHON_PERF_JIT_SUPPORT"))
-        return "PYTHON_PERF_JIT_SUPPORT";
-    return xoption_requested(is_perf_xoption) ? "-X perf" : NULL;
-}
-
-const char *pi_coexist_allocator_switch(unsigned minor)
-{
-    /* PySys_AddAuditHook before initialisation allocates with the raw
-     * allocator of that moment; Py_Finalize frees with the configured one.
-     * PYTHONMALLOC and the development mode change it in between, and the
-     * free then crashes (debug hooks: "*** OUCH"; glibc: invalid pointer). */
-    if (minor < 8)
-        return NULL; /* no audit hook there */
-    const char *m = getenv("PYTHONMALLOC");
-    if (m != NULL && m[0] != '\0')
-        return "PYTHONMALLOC";
-    if (truthy_env("PYTHONDEVMODE"))
-        return "PYTHONDEVMODE";
-    return xoption_requested(is_dev_xoption) ? "-X dev" : NULL;
-}
-
 static void *interp_of_current(struct pi_state *s)
 {
     void *tstate = s->py.ThreadStateGet();
-    return tstate ? *(void **)((char *)tstate + 16) : NULL;
+    return tstate ? pi_abi_interp_of(&s->abi, tstate) : NULL;
 }
 
 /* The wrapper's `self` is a module of its own holding CPython's function:
@@ -165,11 +62,9 @@ static pi_pyobj *activate_wrapper(pi_pyobj *holder, pi_pyobj *args, pi_pyobj *kw
     } else if (result != NULL && left) {
         pi_log(PI_LOG_INFO, "sys.activate_stack_trampoline: CPython's trampoline takes over "
                             "this interpreter");
-        if (name != NULL && strcmp(name, "perf_jit") == 0 && strcmp(s->cfg.dir, "/tmp") == 0) {
+        if (name != NULL) {
             pthread_mutex_lock(&s->lock);
-            for (int i = 0; i < s->nbackends; i++)
-                if (s->backends[i].ops == &pi_jitdump_ops)
-                    s->backends[i].failed = 1; /* CPython rewrites /tmp/jit-PID.dump */
+            pi_backends_give_way(&s->backends, name, s->cfg.dir);
             pthread_mutex_unlock(&s->lock);
         }
     }
@@ -238,7 +133,7 @@ static void wrap(struct pi_state *s, pi_pyobj *original)
 
 void pi_coexist_watch(struct pi_state *s, void *interp)
 {
-    if (s->abi.minor < 12 || !s->py.IsInitialized())
+    if (s->abi.cpython_perf == PI_CPYTHON_PERF_NONE || !s->py.IsInitialized())
         return;
     pthread_mutex_lock(&s->lock);
     struct pi_interp_record *r = NULL;

@@ -1,5 +1,6 @@
 #include "control.h"
 
+#include "interp.h"
 #include "log.h"
 #include "state.h"
 
@@ -53,10 +54,10 @@ static void apply(struct pi_state *s, int on)
     if (on < 0)
         on = !pi_control_is_on(s);
     if (on) {
-        atomic_fetch_and(&s->hot.attention, ~PI_ATTN_OFF);
+        pi_attention_lower(s, PI_ATTN_OFF);
         queue_rejoin(s);
     } else {
-        atomic_fetch_or(&s->hot.attention, PI_ATTN_OFF);
+        pi_attention_raise(s, PI_ATTN_OFF);
     }
     pi_log(PI_LOG_INFO, "profiling switched %s", on ? "on" : "off");
 }
@@ -167,7 +168,7 @@ int pi_control_start(struct pi_state *s, char *err, unsigned long errlen)
     c->signo = s->cfg.signal;
     c->duration = s->cfg.duration;
     if (!s->cfg.start)
-        atomic_fetch_or(&s->hot.attention, PI_ATTN_OFF);
+        pi_attention_raise(s, PI_ATTN_OFF);
     if (c->signo == 0 && c->duration == 0)
         return 0; /* API calls alone need no thread */
     if (start_thread(s, err, errlen) != 0)

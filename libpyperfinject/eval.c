@@ -6,7 +6,10 @@
  * in the perf map, so a sampled native stack shows which Python function each
  * evaluator frame was running. A miss makes the trampoline (slow path, once
  * per code object): it is announced by every backend before it first runs. */
-#include "control.h"
+#include "eval.h"
+
+#include "interp.h"
+#include "fork.h"
 #include "log.h"
 #include "names.h"
 #include "stackguard.h"
@@ -14,7 +17,6 @@
 #include "unwind_registry.h"
 
 #include <stdio.h>
-#include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,9 +28,6 @@ typedef void *(*eval3_fn)(void *tstate, void *frame, int throwflag);
 
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LIKELY(x) __builtin_expect(!!(x), 1)
-
-/* PyThreadState.interp is at offset 16 in every version 3.6-3.15. */
-static void *interp_of(void *tstate) { return *(void **)((char *)tstate + 16); }
 
 static pi_pyobj *field(const void *obj, int16_t offset)
 {
@@ -158,7 +157,7 @@ static void verify_direct_lookup(struct pi_state *s, pi_pyobj *code, long index,
         s->py.ErrClear();
     if (rc != 0 || via_api != tramp || lookup(s, code, index) != tramp) {
         atomic_store(&s->hot.lookup, PI_LOOKUP_API);
-        atomic_fetch_or(&s->hot.attention, PI_ATTN_LOOKUP);
+        pi_attention_raise(s, PI_ATTN_LOOKUP);
         pi_log(PI_LOG_INFO, "co_extra is not where the ABI table says; using the API");
     }
     s->direct_lookup_verified = 1;
@@ -188,31 +187,6 @@ static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
     if (saved)
         s->py.ErrRestore(et, ev, etb);
     return rc;
-}
-
-static void announce(struct pi_state *s, const struct pi_tramp_info *info)
-{
-    const char *names[PI_MAX_BACKENDS];
-    int failed = 0, error = 0;
-    for (int i = 0; i < s->nbackends; i++) {
-        struct pi_backend *b = &s->backends[i];
-        if (b->failed || b->ops->write(b->self, info) == 0)
-            continue;
-        b->failed = 1;
-        if (failed == 0)
-            error = errno;
-        names[failed++] = b->ops->name;
-    }
-    if (failed == 0)
-        return;
-    /* One line for one problem, however many outputs it stopped. */
-    char why[128];
-    if (error == EBADF)
-        snprintf(why, sizeof why, "the program closed its descriptor");
-    else
-        snprintf(why, sizeof why, "%s", strerror(error));
-    pi_log(PI_LOG_WARN, "stopped writing the %s%s%s: %s", names[0], failed > 1 ? " and the " : "",
-           failed > 1 ? names[1] : "", why);
 }
 
 /* Slow path: a code object without a trampoline. Returns NULL if none can be
@@ -247,7 +221,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
                 .unwind_hdr_size = s->unwind.hdr_size,
                 .unwind_mapped_size = s->unwind.mapped_size,
             };
-            announce(s, &info);
+            pi_backends_announce(&s->backends, &info);
             if (remember(s, code, index, tramp) == 0)
                 verify_direct_lookup(s, code, index, tramp);
         }
@@ -289,7 +263,7 @@ static __attribute__((noinline)) int attend(struct pi_state *s, void *tstate, lo
         pi_fork_first_call(s);
     if (tstate == NULL)
         tstate = s->py.ThreadStateGet();
-    void *interp = tstate ? interp_of(tstate) : NULL;
+    void *interp = tstate ? pi_abi_interp_of(&s->abi, tstate) : NULL;
     if (attention & PI_ATTN_MIXED) {
         struct pi_interp_record *r = NULL;
         unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
@@ -478,13 +452,14 @@ static void *passthrough_frame_throw(void *frame, int throwflag)
     return ((eval2_fn)next)(frame, throwflag);
 }
 
-void *pi_eval_hook_for(enum pi_hook_kind kind)
+void *pi_eval_hook_for(const struct pi_state *s)
 {
-    if (pi_state.cfg.passthrough)
+    enum pi_hook_kind kind = s->abi.hook;
+    if (s->cfg.passthrough)
         return kind == PI_HOOK_FRAME_THROW ? (void *)passthrough_frame_throw
                                            : (void *)passthrough_tstate_frame_throw;
     if (kind == PI_HOOK_FRAME_THROW)
-        return pi_state.abi.extra == PI_EXTRA_SIDE_TABLE ? (void *)hook_frame_throw_side_table
-                                                         : (void *)hook_frame_throw;
+        return s->abi.extra == PI_EXTRA_SIDE_TABLE ? (void *)hook_frame_throw_side_table
+                                                   : (void *)hook_frame_throw;
     return (void *)hook_tstate_frame_throw;
 }

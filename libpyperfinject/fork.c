@@ -5,7 +5,8 @@
  * inherited arena is named from perf-PARENT.map, or from the jitted code
  * perf inject made out of the parent's dump. So a child writes what is new:
  *
- *  - fork handler: memory only (async-signal-safe). The backends' open files
+ *  - fork handler (pthread_atfork, registered at activation): memory only
+ *    (async-signal-safe). The backends' open files
  *    become the parent's; the current arena is retired, so new slots come
  *    from an arena mapped after the fork, which perf names after the child's
  *    own files; the time is noted.
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "state.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,24 +37,41 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void pi_fork_child_handler(struct pi_state *s)
+/* The lock is held across fork, so the child's copy of the state is whole. */
+static void before_fork(void) { pthread_mutex_lock(&pi_state.lock); }
+
+static void after_fork_parent(void) { pthread_mutex_unlock(&pi_state.lock); }
+
+/* Memory only: a child that execs never touches a file; one that runs
+ * Python makes its own files at its first new trampoline. */
+static void after_fork_child(void)
 {
+    struct pi_state *s = &pi_state;
+    pthread_mutex_init(&s->lock, NULL);
+    pi_control_forget_parent(s);
     s->fork.fork_ns = monotonic_ns();
     s->fork.child = 1;
-    for (int i = 0; i < s->nbackends; i++) {
-        struct pi_backend *b = &s->backends[i];
+    for (int i = 0; i < s->backends.n; i++) {
+        struct pi_backend *b = &s->backends.list[i];
         if (b->failed)
             continue; /* stays off in the child too */
         b->ops->forked(b->self, s->cfg.copy_on_fork);
         b->unstarted = 1;
     }
     pi_arena_retire_current(&s->pool);
+    pi_attention_raise(s, PI_ATTN_FORK);
+}
+
+int pi_fork_watch(void)
+{
+    int rc = pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    return rc == 0 ? 0 : (errno = rc, -1);
 }
 
 void pi_fork_first_call(struct pi_state *s)
 {
     pthread_mutex_lock(&s->lock);
-    atomic_fetch_and(&s->hot.attention, ~PI_ATTN_FORK);
+    pi_attention_lower(s, PI_ATTN_FORK);
     pthread_mutex_unlock(&s->lock);
     pi_control_after_fork(s);
 }
@@ -63,8 +82,8 @@ static void start_backends(struct pi_state *s, int only_inheriting)
 {
     char err[512] = "";
     int failed = 0, live = 0, tried = 0;
-    for (int i = 0; i < s->nbackends; i++) {
-        struct pi_backend *b = &s->backends[i];
+    for (int i = 0; i < s->backends.n; i++) {
+        struct pi_backend *b = &s->backends.list[i];
         if (b->failed)
             continue;
         live++;
@@ -89,8 +108,8 @@ static void start_backends(struct pi_state *s, int only_inheriting)
 
 static void inherit(struct pi_state *s)
 {
-    for (int i = 0; i < s->nbackends; i++) {
-        struct pi_backend *b = &s->backends[i];
+    for (int i = 0; i < s->backends.n; i++) {
+        struct pi_backend *b = &s->backends.list[i];
         if (b->failed || b->unstarted || !b->ops->inherit || !b->ops->inheritable ||
             b->ops->inheritable(b->self) == 0)
             continue;
@@ -107,8 +126,8 @@ static void inherit(struct pi_state *s)
 /* Done once every live backend has its file and nothing to inherit. */
 static int settled(const struct pi_state *s)
 {
-    for (int i = 0; i < s->nbackends; i++) {
-        const struct pi_backend *b = &s->backends[i];
+    for (int i = 0; i < s->backends.n; i++) {
+        const struct pi_backend *b = &s->backends.list[i];
         if (!b->failed && (b->unstarted || (b->ops->inheritable && b->ops->inheritable(b->self))))
             return 0;
     }

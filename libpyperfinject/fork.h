@@ -2,8 +2,6 @@
 #ifndef PI_FORK_H
 #define PI_FORK_H
 
-#include <stdint.h>
-
 struct pi_state;
 
 /* How long a child must have run before its perf map takes its ancestors'
@@ -11,13 +9,9 @@ struct pi_state;
  * the preexec function) for a few milliseconds before it execs. */
 #define PI_FORK_SETTLE_NS (100u * 1000u * 1000u)
 
-struct pi_fork {
-    int child;        /* forked, and files or inherited lines still to make */
-    uint64_t fork_ns; /* CLOCK_MONOTONIC at the fork */
-};
-
-/* The atfork child handler's part: memory only, async-signal-safe. */
-void pi_fork_child_handler(struct pi_state *s);
+/* At activation: the pthread_atfork handlers for pi_state. The child's is
+ * memory only, async-signal-safe. Returns 0, or -1 with errno. */
+int pi_fork_watch(void);
 
 /* The child's first Python call: bookkeeping only, no file system call. */
 void pi_fork_first_call(struct pi_state *s);

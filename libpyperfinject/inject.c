@@ -9,8 +9,11 @@
  *               the library stands aside. Not CPython: silence.
  *  2. wait      The interpreter usually doesn't exist yet. 3.8+ registers an
  *               audit hook that fires inside each interpreter as it starts;
- *               3.6/3.7 poll from a thread (interp.c).
- *  3. install   The eval-frame function is installed on every interpreter,
+ *               3.6/3.7 poll from a thread (wait.c). Each running
+ *               interpreter is reported to interpreter_running below.
+ *  3. activate  At the first one: the files, the fork handlers (fork.c), the
+ *               switch-on/off control (control.c).
+ *     install   The eval-frame function is installed on every interpreter,
  *               chained to any PEP 523 function already there (interp.c).
  *  4. evaluate  Each code object gets its own copy of a tiny trampoline; the
  *               evaluator runs inside it, so perf sees a native frame at a
@@ -20,14 +23,24 @@
  * fork: a child makes its own files when it makes its first trampoline, from
  * an arena of its own; its map takes the parent's lines once it keeps
  * running (fork.c). Arenas are never unmapped. */
+#include "inject.h"
+
 #include "binaries.h"
+#include "coexist.h"
 #include "control.h"
+#include "eval.h"
+#include "fork.h"
+#include "interp.h"
 #include "log.h"
+#include "preflight.h"
 #include "slot.h"
 #include "state.h"
 #include "unwind_registry.h"
+#include "wait.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +48,11 @@
 #include <time.h>
 #include <unistd.h>
 
-struct pi_state pi_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
 /* NOT_YET: no CPython seen. WAITING: CPython found, no interpreter running
  * yet. ACTIVE: files open, hooking interpreters. STOOD_ASIDE: final. */
 enum attach_status { NOT_YET, WAITING, ACTIVE, STOOD_ASIDE };
 static _Atomic int attach_status = NOT_YET;
+
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A problem found while preparing, reported when Python actually starts. */
 static char deferred_error[512];
@@ -51,65 +63,7 @@ static const char *env_lookup(const char *name, void *ctx)
     return getenv(name);
 }
 
-/* --- fork ------------------------------------------------------------- */
-
-static void before_fork(void) { pthread_mutex_lock(&pi_state.lock); }
-
-static void after_fork_parent(void) { pthread_mutex_unlock(&pi_state.lock); }
-
-/* Memory only (fork.c): a child that execs never touches a file; one that
- * runs Python makes its own files at its first new trampoline. */
-static void after_fork_child(void)
-{
-    pthread_mutex_init(&pi_state.lock, NULL);
-    pi_control_forget_parent(&pi_state);
-    pi_fork_child_handler(&pi_state);
-    atomic_fetch_or(&pi_state.hot.attention, PI_ATTN_FORK);
-}
-
 /* --- resolve ---------------------------------------------------------- */
-
-/* Opens every output switched on. One that fails is reported and left out
- * (a noexec directory costs DWARF mode, not the map); only when none works
- * is the library disabled. */
-static int open_backends(struct pi_state *s, char *err, size_t errlen)
-{
-    struct {
-        int wanted;
-        const struct pi_backend_ops *ops;
-        void *self;
-    } outputs[] = {
-        {s->cfg.map, &pi_perfmap_ops, &s->perfmap},
-        {s->cfg.jitdump, &pi_jitdump_ops, &s->jitdump},
-    };
-    s->perfmap.fd = s->perfmap.parent_fd = s->jitdump.fd = s->jitdump.parent_fd = -1;
-    s->jitdump.elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
-    s->nbackends = 0;
-    if (s->cfg.passthrough)
-        return 0; /* the benchmark floor writes nothing */
-    snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
-                          "PYPERFINJECT_JITDUMP=0)");
-    char failures[2][512];
-    int nfailed = 0;
-    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
-        if (!outputs[i].wanted)
-            continue;
-        if (outputs[i].ops->open(outputs[i].self, s->cfg.dir, s->pid, failures[nfailed],
-                                 sizeof failures[nfailed]) != 0) {
-            nfailed++;
-            continue;
-        }
-        s->backends[s->nbackends++] = (struct pi_backend){outputs[i].ops, outputs[i].self, 0, 0};
-    }
-    if (s->nbackends == 0) {
-        if (nfailed > 0) /* the first reason says it (usually the directory) */
-            snprintf(err, errlen, "%s", failures[0]);
-        return -1;
-    }
-    for (int i = 0; i < nfailed; i++) /* partial: say what is missing, carry on */
-        pi_log(PI_LOG_WARN, "%s", failures[i]);
-    return 0;
-}
 
 /* At exit: a forked child's inherited map lines (fork.c), final records
  * (JIT_CODE_CLOSE). Descriptors stay open for
@@ -127,9 +81,7 @@ __attribute__((destructor)) static void pi_destructor(void)
         nanosleep(&pause, NULL);
     }
     pi_fork_at_exit(s);
-    for (int i = 0; i < s->nbackends; i++)
-        if (s->backends[i].ops->close && !s->backends[i].failed)
-            s->backends[i].ops->close(s->backends[i].self);
+    pi_backends_close(&s->backends);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -145,15 +97,30 @@ static void hot_from_abi(struct pi_state *s)
                     : s->abi.co_extra >= 0              ? PI_LOOKUP_DIRECT
                                                         : PI_LOOKUP_API;
     if (s->hot.lookup != PI_LOOKUP_DIRECT)
-        atomic_fetch_or(&s->hot.attention, PI_ATTN_LOOKUP);
+        pi_attention_raise(s, PI_ATTN_LOOKUP);
+}
+
+/* The interpreter's command line, NUL-terminated, for the preflight checks:
+ * its options come first, so a cut read still holds them. */
+static size_t read_cmdline(char *buf, size_t len)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return (size_t)n + 1;
 }
 
 /* Everything that can be decided without touching the process: settings,
  * symbols, layout checks, the slot image. No files, no output: a program
  * that merely links libpython (perf does) must not notice us. Returns 0, 1
  * when switched off, or -1 with the reason in err. */
-static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned minor, char *err,
-                   size_t errlen)
+static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned minor,
+                   const struct pi_abi_startup *facts, char *err, size_t errlen)
 {
     char missing[128];
     if (pi_config_parse(&s->cfg, env_lookup, NULL, err, errlen) != 0)
@@ -161,14 +128,17 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     pi_log_set_level(s->cfg.verbose);
     if (!s->cfg.enable)
         return 1;
-    const char *allocator = pi_coexist_allocator_switch(minor);
+    static char cmdline[8192];
+    struct pi_preflight_input preflight = {facts, env_lookup, NULL, cmdline, 0};
+    preflight.cmdline_len = read_cmdline(cmdline, sizeof cmdline);
+    const char *allocator = pi_preflight_allocator_switch(&preflight);
     if (allocator != NULL) {
         snprintf(err, errlen, "%s changes Python's memory allocator after start-up, which the "
                  "library's early audit hook cannot survive; not profiling this process",
                  allocator);
         return 2;
     }
-    const char *cpython = pi_coexist_cpython_requested(minor);
+    const char *cpython = pi_preflight_cpython_requested(&preflight);
     if (cpython != NULL) {
         pi_log(PI_LOG_INFO, "CPython's own perf support is requested (%s); standing aside",
                cpython);
@@ -191,6 +161,7 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     if (pi_slot_image_build(&s->image, &s->unwind) != 0)
         return snprintf(err, errlen, "internal: trampoline template does not fit a slot"), -1;
     hot_from_abi(s);
+    s->hook = pi_eval_hook_for(s);
     return 0;
 }
 
@@ -214,11 +185,22 @@ static void keep_binaries(const struct pi_state *s)
                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 }
 
+/* The process's files, fork handlers and switching. 0, or -1 with the
+ * reason in err. */
+static int start_profiling(struct pi_state *s, char *err, size_t errlen)
+{
+    if (pi_backends_open(&s->backends, &s->cfg, s->pid, err, errlen) != 0)
+        return -1;
+    if (pi_fork_watch() != 0)
+        return snprintf(err, errlen, "cannot watch forks: %s", strerror(errno)), -1;
+    return pi_control_start(s, err, errlen);
+}
+
 /* First sight of a running interpreter: now the process is really Python.
  * Report a deferred problem, or create the files. Returns 0 when the
  * interpreter may be hooked. Called with the thread state attached (3.8+)
  * or from the watcher thread (3.6/3.7). */
-int pi_activate(struct pi_state *s)
+static int activate(struct pi_state *s)
 {
     int status = atomic_load_explicit(&attach_status, memory_order_acquire);
     if (status == ACTIVE || status == STOOD_ASIDE)
@@ -241,17 +223,15 @@ int pi_activate(struct pi_state *s)
         if (deferred_error[0] != '\0') {
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally",
                    deferred_error);
-        } else if (open_backends(s, err, sizeof err) != 0 ||
-                   pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0 ||
-                   pi_control_start(s, err, sizeof err) != 0) {
+        } else if (start_profiling(s, err, sizeof err) != 0) {
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
         } else {
             rc = 0;
             keep_binaries(s);
-            pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s %s", s->abi.major,
-                   s->abi.minor, s->py.free_threaded ? "t" : "",
-                   s->perfmap.fd >= 0 ? s->perfmap.path : "",
-                   s->jitdump.fd >= 0 ? s->jitdump.path : "");
+            char files[2 * 4096 + 2];
+            pi_backends_describe(&s->backends, files, sizeof files);
+            pi_log(PI_LOG_INFO, "profiling Python %u.%u%s; writing %s", s->abi.major,
+                   s->abi.minor, s->py.free_threaded ? "t" : "", files);
         }
         atomic_store(&attach_status, rc == 0 ? ACTIVE : STOOD_ASIDE);
     }
@@ -260,6 +240,30 @@ int pi_activate(struct pi_state *s)
 }
 
 int pi_is_active(void) { return atomic_load(&attach_status) == ACTIVE; }
+
+/* --- install ---------------------------------------------------------- */
+
+/* wait.c's report of a running interpreter (the state's on_interpreter):
+ * the first one activates the library; each is then hooked. With a thread
+ * state (audit hook) the interpreter is the one it is attached to, and
+ * Python may be called: replaced hooks are noticed, and CPython's own
+ * trampoline is let in (coexist.c). */
+static int interpreter_running(struct pi_state *s, void *tstate, void *interp)
+{
+    if (activate(s) != 0)
+        return -1;
+    if (interp == NULL && tstate == NULL)
+        return -1;
+    if (interp == NULL)
+        interp = pi_abi_interp_of(&s->abi, tstate);
+    pi_interp_install(s, interp);
+    if (tstate != NULL) {
+        pi_interp_notice_replacement(s, interp);
+        if (atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) > 0)
+            pi_coexist_watch(s, interp);
+    }
+    return 0;
+}
 
 /* Decides, once per process, whether `handle` is a CPython to serve. */
 static void attach(void *handle)
@@ -271,11 +275,14 @@ static void attach(void *handle)
         goto out;
     const char *(*get_version)(void) = (const char *(*)(void))dlsym(handle, "Py_GetVersion");
     unsigned major = 0, minor = 0;
-    if (pi_abi_parse_version(get_version(), &major, &minor) != 0 || major != 3 || minor < 6) {
+    struct pi_abi_startup facts;
+    if (pi_abi_parse_version(get_version(), &major, &minor) != 0 ||
+        pi_abi_startup_facts(major, minor, &facts) != 0) {
         atomic_store(&attach_status, STOOD_ASIDE); /* Python 2, or no version: inert */
         goto out;
     }
-    int rc = prepare(&pi_state, handle, major, minor, deferred_error, sizeof deferred_error);
+    int rc = prepare(&pi_state, handle, major, minor, &facts, deferred_error,
+                     sizeof deferred_error);
     if (rc == 2) { /* a reason to stand aside without any hook: said at verbose 2 */
         pi_log(PI_LOG_INFO, "%s", deferred_error);
         rc = 1;
@@ -287,7 +294,8 @@ static void attach(void *handle)
     /* Wait for an interpreter even after an error: it is reported only if
      * the process turns out to run Python. */
     char err[512];
-    if (pi_interp_start_waiting(&pi_state, handle, minor, err, sizeof err) != 0) {
+    pi_state.on_interpreter = interpreter_running;
+    if (pi_wait_start(&pi_state, handle, &facts, err, sizeof err) != 0) {
         if (rc == 0)
             pi_log(PI_LOG_WARN, "%s; profiling disabled, the program runs normally", err);
         atomic_store(&attach_status, STOOD_ASIDE);

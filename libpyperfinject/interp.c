@@ -1,27 +1,19 @@
-/* Finding interpreters and hooking each one.
+/* The switch: each interpreter's eval-frame field and its record.
  *
- * 3.8+: an audit hook registered before initialisation (PySys_AddAuditHook is
- * documented safe then) fires inside every interpreter during its own
- * initialisation, with its thread state attached and before user code runs:
- * the first event seen in an interpreter installs the eval-frame function
- * there. Subinterpreters are covered the same way. Finalisation clears audit
- * hooks, so a Py_AtExit callback re-registers for a host that initialises
- * Python again.
- *
- * 3.6/3.7 have no audit hooks: a watcher thread polls for the main
- * interpreter and stores its eval_frame field (one aligned pointer store).
- * Code that runs before that (tens of microseconds into start-up) is missed;
- * subinterpreters are not hooked. */
+ * install puts our hook in front of whatever eval-frame function runs in an
+ * interpreter (the default evaluator, or a PEP 523 function installed
+ * before us, which the hook then calls: chaining keeps both working). leave,
+ * rejoin and yield move an interpreter between hooked, left (switched off)
+ * and yielded (CPython's own trampoline took it). Finding interpreters is
+ * wait.c's; deciding when to switch is control.c's and coexist.c's. */
+#include "interp.h"
+
 #include "log.h"
 #include "state.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static int64_t interp_id(const struct pi_state *s, void *interp)
 {
@@ -81,15 +73,14 @@ static void write_eval_func(const struct pi_state *s, void *interp, void *fn)
  * working). NULL if the field holds something that isn't code. */
 static void *choose_next(const struct pi_state *s, void *current)
 {
-    if (current == NULL || current == s->py.EvalFrameDefault)
+    if ((current == NULL && s->abi.default_eval == PI_DEFAULT_IS_NULL) ||
+        current == s->py.EvalFrameDefault)
         return s->py.EvalFrameDefault;
     Dl_info info;
     if (dladdr(current, &info) == 0)
         return NULL; /* not in any loaded object: maybe a wrong offset */
     return current;
 }
-
-static void on_finalize(void);
 
 static struct pi_interp_record *record_of(struct pi_state *s, void *interp)
 {
@@ -123,9 +114,9 @@ static void recompute_route(struct pi_state *s)
                                   memory_order_relaxed);
     }
     if (mixed)
-        atomic_fetch_or(&s->hot.attention, PI_ATTN_MIXED);
+        pi_attention_raise(s, PI_ATTN_MIXED);
     else
-        atomic_fetch_and(&s->hot.attention, ~PI_ATTN_MIXED);
+        pi_attention_lower(s, PI_ATTN_MIXED);
 }
 
 /* Under lock: a new record (the oldest is reused past the limit; its
@@ -135,12 +126,13 @@ static struct pi_interp_record *new_record(struct pi_state *s, void *interp, int
     struct pi_interp_record *r = record_of(s, interp);
     if (r == NULL)
         r = &s->records[s->nrecords++ % PI_MAX_INTERP_RECORDS];
-    if (r->interp != NULL && !r->coexist_checked && s->abi.minor >= 12)
+    int coexists = s->abi.cpython_perf != PI_CPYTHON_PERF_NONE; /* coexist.c has work */
+    if (r->interp != NULL && !r->coexist_checked && coexists)
         atomic_fetch_sub(&s->coexist_pending, 1); /* an evicted record */
     memset(r, 0, sizeof *r);
     r->interp = interp;
     r->id = id;
-    if (s->abi.minor >= 12)
+    if (coexists)
         atomic_fetch_add(&s->coexist_pending, 1);
     return r;
 }
@@ -148,7 +140,7 @@ static struct pi_interp_record *new_record(struct pi_state *s, void *interp, int
 /* Under lock: put our hook in front of whatever runs there now. */
 static int hook_in(struct pi_state *s, struct pi_interp_record *r)
 {
-    void *hook = pi_eval_hook_for(s->abi.hook);
+    void *hook = s->hook;
     void *current = read_eval_func(s, r->interp);
     if (current != hook) {
         void *next = choose_next(s, current);
@@ -202,8 +194,6 @@ void pi_interp_install(struct pi_state *s, void *interp)
     }
     pi_log(PI_LOG_DEBUG, "%s interpreter %lld (code-extra index %ld)",
            r->state == PI_INTERP_HOOKED ? "hooked" : "found", (long long)id, index);
-    if (!s->atexit_registered && s->py.AtExit(on_finalize) == 0)
-        s->atexit_registered = 1;
 out:
     pthread_mutex_unlock(&s->lock);
 }
@@ -214,7 +204,7 @@ void pi_interp_leave(struct pi_state *s, void *interp)
     struct pi_interp_record *r = record_of(s, interp);
     if (r != NULL && r->state == PI_INTERP_HOOKED &&
         (atomic_load(&s->hot.attention) & PI_ATTN_OFF)) {
-        if (read_eval_func(s, interp) == pi_eval_hook_for(s->abi.hook))
+        if (read_eval_func(s, interp) == s->hook)
             write_eval_func(s, interp, r->next_eval);
         r->state = PI_INTERP_LEFT;
         pi_log(PI_LOG_DEBUG, "interpreter %lld switched off", (long long)r->id);
@@ -237,7 +227,7 @@ int pi_interp_yield(struct pi_state *s, void *interp, int yield)
     int changed = 0;
     pthread_mutex_lock(&s->lock);
     struct pi_interp_record *r = record_of(s, interp);
-    void *hook = pi_eval_hook_for(s->abi.hook);
+    void *hook = s->hook;
     if (r != NULL && yield && r->state != PI_INTERP_YIELDED) {
         if (read_eval_func(s, interp) == hook)
             write_eval_func(s, interp, r->next_eval);
@@ -255,14 +245,12 @@ int pi_interp_yield(struct pi_state *s, void *interp, int yield)
     return changed;
 }
 
-/* Someone replaced our hook while it should run: say so once, don't fight
- * (debuggers and JIT compilers install their own eval function). */
-static void notice_replacement(struct pi_state *s, void *interp)
+void pi_interp_notice_replacement(struct pi_state *s, void *interp)
 {
     if (s->replacement_reported || (atomic_load(&s->hot.attention) & PI_ATTN_OFF))
         return;
     void *current = read_eval_func(s, interp);
-    if (current == pi_eval_hook_for(s->abi.hook))
+    if (current == s->hook)
         return;
     pthread_mutex_lock(&s->lock);
     struct pi_interp_record *r = record_of(s, interp);
@@ -279,29 +267,8 @@ static void notice_replacement(struct pi_state *s, void *interp)
     pthread_mutex_unlock(&s->lock);
 }
 
-static int audit_hook(const char *event, pi_pyobj *args, void *userdata)
+void pi_interp_forget_all(struct pi_state *s)
 {
-    (void)event, (void)args;
-    struct pi_state *s = userdata;
-    if (pi_activate(s) != 0)
-        return 0;
-    void *tstate = s->wait.thread_state_get();
-    if (tstate == NULL)
-        return 0;
-    void *interp = *(void **)((char *)tstate + 16);
-    pi_interp_install(s, interp);
-    notice_replacement(s, interp);
-    if (atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) > 0)
-        pi_coexist_watch(s, interp);
-    return 0;
-}
-
-/* Runs at the very end of Py_FinalizeEx. Interpreter IDs start again at 0 in
- * a new runtime, and the audit hook list was cleared: start over. Trampolines
- * and files stay (frames and perf still refer to them). */
-static void on_finalize(void)
-{
-    struct pi_state *s = &pi_state;
     pthread_mutex_lock(&s->lock);
     uint64_t *bits = atomic_load(&s->installed_ids);
     uint64_t words = atomic_load(&s->installed_words);
@@ -309,78 +276,6 @@ static void on_finalize(void)
         atomic_store((_Atomic uint64_t *)&bits[i], 0);
     s->nrecords = 0;
     atomic_store(&s->coexist_pending, 0);
-    atomic_fetch_and(&s->hot.attention, ~PI_ATTN_MIXED);
-    s->atexit_registered = 0;
+    pi_attention_lower(s, PI_ATTN_MIXED);
     pthread_mutex_unlock(&s->lock);
-    if (s->wait.add_audit_hook && s->wait.add_audit_hook(audit_hook, s) != 0)
-        pi_log(PI_LOG_INFO, "cannot re-register the audit hook after finalisation");
-}
-
-/* The main interpreter is published in the interpreter list only after its
- * fields are set (PyInterpreterState_New), and eval_frame is written nowhere
- * else: hooking as soon as it appears, well before Py_IsInitialized() turns
- * 1, catches the whole start-up. */
-static void *watcher(void *arg)
-{
-    struct pi_state *s = arg;
-    /* Poll fast at first (interpreters appear within milliseconds), then back
-     * off; give up after a minute of a runtime that never starts. */
-    long delay_ns = 20 * 1000;
-    for (long waited_ns = 0; waited_ns < 60L * 1000 * 1000 * 1000; waited_ns += delay_ns) {
-        void *interp = s->wait.interpreter_head();
-        if (interp != NULL) {
-            if (pi_activate(s) == 0)
-                pi_interp_install(s, interp);
-            return NULL;
-        }
-        struct timespec ts = {0, delay_ns};
-        nanosleep(&ts, NULL);
-        if (delay_ns < 5 * 1000 * 1000)
-            delay_ns *= 2;
-    }
-    pi_log(PI_LOG_INFO, "Python was not initialised within a minute; not waiting any longer");
-    return NULL;
-}
-
-int pi_interp_start_waiting(struct pi_state *s, void *handle, unsigned minor, char *err,
-                            size_t errlen)
-{
-    s->wait.add_audit_hook = (int (*)(pi_audit_hook_fn, void *))dlsym(handle, "PySys_AddAuditHook");
-    s->wait.thread_state_get = (void *(*)(void))dlsym(handle, "PyThreadState_GetUnchecked");
-    if (s->wait.thread_state_get == NULL)
-        s->wait.thread_state_get = (void *(*)(void))dlsym(handle, "_PyThreadState_UncheckedGet");
-    s->wait.interpreter_head = (void *(*)(void))dlsym(handle, "PyInterpreterState_Head");
-    if (minor >= 8) {
-        if (s->wait.add_audit_hook == NULL || s->wait.thread_state_get == NULL) {
-            snprintf(err, errlen, "Python 3.%u lacks PySys_AddAuditHook", minor);
-            return -1;
-        }
-        if (s->wait.add_audit_hook(audit_hook, s) != 0) {
-            snprintf(err, errlen, "PySys_AddAuditHook refused the hook");
-            return -1;
-        }
-        return 0;
-    }
-    if (s->wait.interpreter_head == NULL) {
-        snprintf(err, errlen, "Python 3.%u lacks PyInterpreterState_Head", minor);
-        return -1;
-    }
-    pthread_t thread;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    /* Block all signals in the watcher: the host's handlers must run on its
-     * own threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thread, &attr, watcher, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot start the watcher thread: %s", strerror(rc));
-        return -1;
-    }
-    return 0;
 }

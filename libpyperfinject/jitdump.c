@@ -15,6 +15,7 @@
 #include "jitdump_records.h"
 #include "names.h"
 #include "outfile.h"
+#include "slot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +88,7 @@ static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t
 {
     struct pi_jitdump *j = self;
     j->pid = (uint32_t)pid;
+    j->elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
     j->parent_fd = -1;
     return start_file(j, dir, pid, err, errlen);
 }
@@ -165,6 +167,18 @@ static void jitdump_close(void *self)
     j->closed = 1; /* later trampolines (daemon threads at exit) go unrecorded */
 }
 
+static int jitdump_flush(void *self)
+{
+    const struct pi_jitdump *j = self;
+    return j->fd >= 0 ? fdatasync(j->fd) : 0;
+}
+
+static const char *jitdump_describe(const void *self)
+{
+    const struct pi_jitdump *j = self;
+    return j->fd >= 0 ? j->path : NULL;
+}
+
 const struct pi_backend_ops pi_jitdump_ops = {
     .name = "jitdump",
     .open = jitdump_open,
@@ -172,4 +186,7 @@ const struct pi_backend_ops pi_jitdump_ops = {
     .forked = jitdump_forked,
     .start_child = jitdump_start_child,
     .close = jitdump_close,
+    .flush = jitdump_flush,
+    .describe = jitdump_describe,
+    .cpython_rival = "perf_jit", /* it truncates and rewrites /tmp/jit-PID.dump */
 };

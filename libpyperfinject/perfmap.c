@@ -137,6 +137,18 @@ static int perfmap_inherit(void *self, const char *dir, char *err, size_t errlen
     return rc;
 }
 
+static int perfmap_flush(void *self)
+{
+    const struct pi_perfmap *m = self;
+    return m->fd >= 0 ? fdatasync(m->fd) : 0;
+}
+
+static const char *perfmap_describe(const void *self)
+{
+    const struct pi_perfmap *m = self;
+    return m->fd >= 0 ? m->path : NULL;
+}
+
 const struct pi_backend_ops pi_perfmap_ops = {
     .name = "perf map",
     .open = perfmap_open,
@@ -149,4 +161,9 @@ const struct pi_backend_ops pi_perfmap_ops = {
      * thread may still create a trampoline during exit, and a closed and
      * reused descriptor number would send its line into someone else's file. */
     .close = NULL,
+    .flush = perfmap_flush,
+    .describe = perfmap_describe,
+    /* CPython's perf backend appends whole lines too, at other addresses:
+     * both write the same map without harm. */
+    .cpython_rival = NULL,
 };

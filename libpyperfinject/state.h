@@ -11,17 +11,22 @@
 
 #include "abi.h"
 #include "arena.h"
-#include "backend.h"
+#include "backends.h"
 #include "config.h"
 #include "ehframe.h"
-#include "fork.h"
 #include "pysyms.h"
 #include "sidetable.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-enum { PI_MAX_INTERP_RECORDS = 64, PI_MAX_BACKENDS = 2 };
+enum { PI_MAX_INTERP_RECORDS = 64 };
+
+/* A forked child's pending work (fork.c). */
+struct pi_fork {
+    int child;        /* forked, and files or inherited lines still to make */
+    uint64_t fork_ns; /* CLOCK_MONOTONIC at the fork */
+};
 
 /* Where an interpreter stands. */
 enum pi_interp_state {
@@ -85,81 +90,46 @@ struct pi_state {
 
     struct pi_hot hot;
 
-    /* What waiting needs, resolved apart from `py` (see start_waiting). */
+    void *hook; /* this build's eval-frame function (eval.c) */
+    /* Where wait.c reports each running interpreter: `interp`, or the one
+     * the attached thread state `tstate` belongs to (inject.c sets it). A
+     * callback, so that the event source knows nothing of its listener.
+     * Returns 0 when the interpreter is served. */
+    int (*on_interpreter)(struct pi_state *s, void *tstate, void *interp);
+
+    /* What waiting needs, resolved apart from `py` (wait.c). */
     struct {
         int (*add_audit_hook)(pi_audit_hook_fn hook, void *userdata);
         void *(*thread_state_get)(void);
         void *(*interpreter_head)(void);
+        int (*at_exit)(void (*fn)(void));
+        _Atomic int at_exit_registered; /* this runtime cycle */
     } wait;
 
     pthread_mutex_t lock;
     /* Guarded by lock. */
     long pid;                    /* the process the files belong to */
     struct pi_arena_pool pool;
-    struct pi_backend backends[PI_MAX_BACKENDS];
-    int nbackends;
-    struct pi_perfmap perfmap;
-    struct pi_jitdump jitdump;
+    struct pi_backends backends; /* the outputs (backends.h) */
     struct pi_fork fork;         /* a forked child's pending work (fork.c) */
     struct pi_sidetable side;
     struct pi_interp_record records[PI_MAX_INTERP_RECORDS];
     unsigned nrecords;
     _Atomic(uint64_t *) installed_ids; /* bitmap of interpreter IDs hooked */
     _Atomic uint64_t installed_words;
-    int atexit_registered;       /* this runtime cycle */
     int replacement_reported;    /* "another eval function replaced ours" said */
     int direct_lookup_verified;  /* the co_extra offset was checked against the API */
     _Atomic int coexist_pending; /* records whose sys functions are not wrapped yet */
     struct pi_control *control;  /* runtime switching (control.c), NULL until used */
 };
 
-/* The one instance (inject.c). Hidden: the hot path reaches it without a
+/* The one instance (state.c). Hidden: the hot path reaches it without a
  * GOT load. */
 extern struct pi_state pi_state __attribute__((visibility("hidden")));
 
-/* eval.c: the eval-frame functions, one per hook kind. */
-void *pi_eval_hook_for(enum pi_hook_kind kind);
-
-/* interp.c: hooks the interpreter the calling thread is attached to, unless
- * done already. Called with the thread state attached (audit hook) or, for
- * PI_WAIT_WATCHER, from the watcher thread once Py_IsInitialized(). */
-void pi_interp_install(struct pi_state *s, void *interp);
-
-/* interp.c: the switch. leave: the calling interpreter steps out (from its
- * own hook, when switched off). rejoin_all: every interpreter that left is
- * hooked again (from a pending call, GIL held). yield: CPython's trampoline
- * takes the interpreter (yield=1), or did not after all (yield=0); returns 1
- * if anything changed. */
-void pi_interp_leave(struct pi_state *s, void *interp);
-void pi_interp_rejoin_all(struct pi_state *s);
-int pi_interp_yield(struct pi_state *s, void *interp, int yield);
-
-/* coexist.c: called at audit events; on 3.12+ wraps
- * sys.activate_stack_trampoline once per interpreter so that CPython's own
- * trampoline can take over instead of failing. */
-void pi_coexist_watch(struct pi_state *s, void *interp);
-
-/* coexist.c: why CPython's own perf support was requested at start-up
- * (-X perf, PYTHONPERFSUPPORT, ...), or NULL. */
-const char *pi_coexist_cpython_requested(unsigned minor);
-
-/* coexist.c: why the memory allocator will change between the library's
- * registration and finalisation (PYTHONMALLOC, development mode), or NULL. */
-const char *pi_coexist_allocator_switch(unsigned minor);
-
-/* interp.c: starts waiting for interpreters (audit hook or watcher). Uses
- * only the symbols it resolves itself from handle, so it works even when
- * preparing failed (the failure is then reported when Python starts). */
-int pi_interp_start_waiting(struct pi_state *s, void *handle, unsigned minor, char *err,
-                            size_t errlen);
-
-/* inject.c: 1 once the library is attached to a running interpreter. */
-int pi_is_active(void);
-
-#define PI_VERSION "0.1.0"
-
-/* inject.c: called when an interpreter is first seen; creates the files or
- * reports why not. Returns 0 if interpreters may be hooked. */
-int pi_activate(struct pi_state *s);
+/* The one writer of hot.attention (state.c): sets or clears PI_ATTN_* bits.
+ * Async-signal-safe (the fork child handler raises PI_ATTN_FORK). */
+void pi_attention_raise(struct pi_state *s, int bits);
+void pi_attention_lower(struct pi_state *s, int bits);
 
 #endif

@@ -13,7 +13,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL ?= install
-PYPERFINJECT_VERSION ?= $(or $(shell sed -n 's/^\#define PI_VERSION "\(.*\)"/\1/p' libpyperfinject/state.h 2>/dev/null),0.0.0)
+PYPERFINJECT_VERSION ?= $(VERSION)
 
 INSTALL_HEADERS := $(wildcard include/*.h)
 

@@ -106,6 +106,52 @@ static void test_member_check(void **state)
     assert_int_equal(pi_abi_check_members(&abi, unterminated, 2, err, sizeof err), -1);
 }
 
+static void test_columns_every_row_has(void **state)
+{
+    (void)state;
+    unsigned lo, hi;
+    pi_abi_supported_range(&lo, &hi);
+    for (unsigned minor = lo; minor <= hi; minor++) {
+        struct pi_abi abi;
+        assert_int_equal(pi_abi_lookup(3, minor, 0, &abi), 0);
+        assert_int_equal(abi.tstate_interp, 16);
+        /* CPython's own trampoline exists from 3.12, perf_jit from 3.13;
+         * free-threaded builds from 3.13. */
+        assert_int_equal(abi.cpython_perf, minor < 12   ? PI_CPYTHON_PERF_NONE
+                                           : minor < 13 ? PI_CPYTHON_PERF_MAP
+                                                        : PI_CPYTHON_PERF_MAP_JIT);
+        assert_int_equal(abi.ft_builds, minor >= 13);
+        assert_int_equal(pi_abi_lookup(3, minor, 1, &abi), minor >= 13 ? 0 : -1);
+    }
+    char tstate[32] = {0};
+    void *interp = &lo;
+    memcpy(tstate + 16, &interp, sizeof interp);
+    struct pi_abi abi;
+    pi_abi_lookup(3, 11, 0, &abi);
+    assert_ptr_equal(pi_abi_interp_of(&abi, tstate), &lo);
+}
+
+static void test_startup_facts(void **state)
+{
+    (void)state;
+    struct pi_abi_startup f;
+    assert_int_equal(pi_abi_startup_facts(3, 7, &f), 0);
+    assert_int_equal(f.wait, PI_WAIT_WATCHER);
+    assert_int_equal(f.cpython_perf, PI_CPYTHON_PERF_NONE);
+    assert_int_equal(pi_abi_startup_facts(3, 8, &f), 0);
+    assert_int_equal(f.wait, PI_WAIT_AUDIT_HOOK);
+    assert_int_equal(pi_abi_startup_facts(3, 12, &f), 0);
+    assert_int_equal(f.cpython_perf, PI_CPYTHON_PERF_MAP);
+    /* Newer than the table: the newest row's facts (refused later, with a
+     * reason); older, or Python 2: inert. */
+    assert_int_equal(pi_abi_startup_facts(3, 16, &f), 0);
+    assert_int_equal(f.wait, PI_WAIT_AUDIT_HOOK);
+    assert_int_equal(f.cpython_perf, PI_CPYTHON_PERF_MAP_JIT);
+    assert_int_equal(pi_abi_startup_facts(3, 5, &f), -1);
+    assert_int_equal(pi_abi_startup_facts(2, 7, &f), -1);
+    assert_int_equal(pi_abi_startup_facts(4, 0, &f), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +160,8 @@ int main(void)
         cmocka_unit_test(test_free_threaded_shift),
         cmocka_unit_test(test_parse_version),
         cmocka_unit_test(test_member_check),
+        cmocka_unit_test(test_columns_every_row_has),
+        cmocka_unit_test(test_startup_facts),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }
