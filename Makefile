@@ -1,7 +1,8 @@
 # libpyperfinject — see README.md.
 #   make            build build/libpyperfinject.so
 #   make demo       build, run the bundled example under the library, show what perf sees
-#   make check      everything a fresh machine needs, then every test
+#   make deps       what the tests need: Debian packages, interpreters, viewers
+#   make check      make deps, then every test
 #   make CC=clang   any C11 compiler; CC=aarch64-linux-gnu-gcc cross-builds
 
 CC ?= cc
@@ -20,6 +21,17 @@ VERSION := $(shell cat VERSION)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPI_VERSION='"$(VERSION)"' -fPIC -fvisibility=hidden -fno-strict-aliasing $(WARN) $(SAN_FLAGS) \
               -Iinclude -Ilibpyperfinject $(CFLAGS)
 LDLIBS := -ldl -lpthread -lgcc_s
+# The library's SONAME: its major version.
+SONAME := libpyperfinject.so.$(firstword $(subst ., ,$(VERSION)))
+
+# What the objects were built with. A changed CC, CFLAGS or SANITIZE
+# rewrites the file, and everything that depends on it is rebuilt.
+BUILD_FLAGS := $(CC) $(ALL_CFLAGS) $(LDLIBS)
+FLAGS_FILE := $(BUILD)/.build-flags
+ifneq ($(file <$(FLAGS_FILE)),$(BUILD_FLAGS))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_FILE),$(BUILD_FLAGS))
+endif
 
 LIB_SRC := $(filter-out %_main.c,$(wildcard libpyperfinject/*.c))
 LIB_ASM := libpyperfinject/tramp_$(TARGET_ARCH_NAME).S
@@ -29,23 +41,23 @@ TOOL_OBJ := $(BUILD)/obj/jitdump_check.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all lib unit-tests tools check demo clean deps
-all: lib tools renderers
+.PHONY: all lib unit-tests tools check demo clean deps man
+all: lib tools renderers man
 
 lib: $(BUILD)/libpyperfinject.so
 
-$(BUILD)/obj/%.o: libpyperfinject/%.c $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: libpyperfinject/%.c $(wildcard libpyperfinject/*.h) $(FLAGS_FILE) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/%.o: libpyperfinject/%.S | $(BUILD)/obj
+$(BUILD)/obj/%.o: libpyperfinject/%.S $(FLAGS_FILE) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c $(wildcard tests/tools/*.h) $(wildcard libpyperfinject/*.h) | $(BUILD)/obj
+$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c $(wildcard tests/tools/*.h) $(wildcard libpyperfinject/*.h) $(FLAGS_FILE) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -Itests/tools -c -o $@ $<
 
 $(BUILD)/libpyperfinject.so: $(LIB_OBJ) libpyperfinject/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,--version-script=libpyperfinject/exports.map \
-	    -Wl,-z,defs -Wl,-z,noexecstack -o $@ $(LIB_OBJ) $(LDLIBS)
+	    -Wl,-soname,$(SONAME) -Wl,-z,defs -Wl,-z,noexecstack -o $@ $(LIB_OBJ) $(LDLIBS)
 
 # Unit tests link the objects through an archive, so each test pulls in only
 # the components it exercises.
@@ -61,13 +73,24 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/tools/*.h) $(TOOL_OBJ) $(BUILD
 
 unit-tests: $(UNIT_BIN)
 
+# The man page with the version in it: `man -l build/pyperf-run.1`.
+man: $(BUILD)/pyperf-run.1
+$(BUILD)/pyperf-run.1: pyperf-run.1.in VERSION | $(BUILD)/obj
+	sed -e 's|@VERSION@|$(VERSION)|g' $< >$@
+
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
 
+# Provisioning, apart from testing: Debian packages (as root), the Debian
+# interpreters of the matrix (cached in ~/.cache/pyperfinject), the offline
+# viewers. Idempotent and quick once done.
 deps:
-	@bash tests/provision/deps.sh
+	@bash tests/provision/deps.sh all
+	@bash tests/provision/interpreters.sh --provision >/dev/null || \
+	    echo "deps: provisioning interpreters failed; their tests will skip"
+	@$(MAKE) -s renderers
 
-check:
+check: deps
 	@bash tests/run-all.sh
 
 demo:

@@ -164,7 +164,9 @@ find_lib() {
             "$dir/build/"*) LIB_SOURCE="build tree" ;;
             *) LIB_SOURCE="installed" ;;
             esac
-            readlink -f -- "$cand"
+            # The link make install made (libpyperfinject.so -> .so.0 ->
+            # .so.VERSION) stays a link: what a later install updates.
+            printf '%s/%s\n' "$(abs_dir "$(dirname -- "$cand")")" "$name"
             return
         fi
     done

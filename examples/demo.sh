@@ -7,11 +7,11 @@
 # Without a usable perf it shows the names the library wrote instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# `make check SANITIZE=...` leaves build/ instrumented (tests/run-all.sh,
-# build/.flags): the demo shows the library users get, built apart then.
+# `make check SANITIZE=...` leaves build/ instrumented (its flags are in
+# build/.build-flags): the demo shows the library users get, built apart then.
 build=build
-case "$(cat build/.flags 2>/dev/null)" in
-*SANITIZE=?*) build="build-plain" ;;
+case "$(cat build/.build-flags 2>/dev/null)" in
+*-fsanitize=*) build="build-plain" ;;
 esac
 # SANITIZE= : not the one a surrounding `make check SANITIZE=...` passes down.
 make -s BUILD="$build" SANITIZE= lib

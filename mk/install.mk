@@ -14,16 +14,21 @@ MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL ?= install
 PYPERFINJECT_VERSION ?= $(VERSION)
+# The file, its SONAME link (what a program linked against it loads) and the
+# development link (what -lpyperfinject and LD_PRELOAD paths name).
+LIB_FILE := libpyperfinject.so.$(PYPERFINJECT_VERSION)
 
 INSTALL_HEADERS := $(wildcard include/*.h)
 
 .PHONY: install uninstall
 PYPERF_RUN_HELPERS := $(wildcard pyperf-run-helpers/*.py)
 
-install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) pyperf-run.1 pyperfinject.pc.in
+install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) $(BUILD)/pyperf-run.1 pyperfinject.pc.in
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)' '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
 	    '$(DESTDIR)$(PKGCONFIGDIR)' $(if $(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)')
-	$(INSTALL) -m 0755 $(BUILD)/libpyperfinject.so '$(DESTDIR)$(LIBDIR)/libpyperfinject.so'
+	$(INSTALL) -m 0755 $(BUILD)/libpyperfinject.so '$(DESTDIR)$(LIBDIR)/$(LIB_FILE)'
+	ln -sf '$(LIB_FILE)' '$(DESTDIR)$(LIBDIR)/$(SONAME)'
+	ln -sf '$(SONAME)' '$(DESTDIR)$(LIBDIR)/libpyperfinject.so'
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)/pyperfinject'
 	$(INSTALL) -m 0644 $(PYPERF_RUN_HELPERS) '$(DESTDIR)$(LIBDIR)/pyperfinject/'
 	$(if $(INSTALL_HEADERS),$(INSTALL) -m 0644 $(INSTALL_HEADERS) '$(DESTDIR)$(INCLUDEDIR)/')
@@ -31,14 +36,14 @@ install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) pyperf-
 	    >'$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
 	chmod 0755 '$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
 	mv -f '$(DESTDIR)$(BINDIR)/.pyperf-run.tmp' '$(DESTDIR)$(BINDIR)/pyperf-run'
-	sed -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperf-run.1 >'$(DESTDIR)$(MANDIR)/man1/pyperf-run.1'
-	chmod 0644 '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1'
+	$(INSTALL) -m 0644 $(BUILD)/pyperf-run.1 '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1'
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	    -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperfinject.pc.in >'$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc'
 	chmod 0644 '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc'
 
 uninstall:
-	rm -f '$(DESTDIR)$(LIBDIR)/libpyperfinject.so' '$(DESTDIR)$(BINDIR)/pyperf-run' \
+	rm -f '$(DESTDIR)$(LIBDIR)/libpyperfinject.so' '$(DESTDIR)$(LIBDIR)/$(SONAME)' \
+	    '$(DESTDIR)$(LIBDIR)/$(LIB_FILE)' '$(DESTDIR)$(BINDIR)/pyperf-run' \
 	    '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1' '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc' \
 	    $(foreach h,$(PYPERF_RUN_HELPERS),'$(DESTDIR)$(LIBDIR)/pyperfinject/$(notdir $(h))') \
 	    $(foreach h,$(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)/$(notdir $(h))')

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# run-all.sh - what `make check` runs: on a fresh machine it installs what the
-# tests need (Debian packages when root, interpreters into a cache dir), then
-# runs every stage and ends with one line "check: N passed, N failed, N skipped".
+# run-all.sh - what `make check` runs after `make deps` has installed what the
+# tests need (Debian packages when root, interpreters into a cache dir): every
+# stage, ending with one line "check: N passed, N failed, N skipped".
 #
-# Stages: deps, build (gcc, and clang for warnings), exported symbols, unit
-# tests (cmocka), shellcheck, interpreter provisioning, integration tests.
+# Stages: build (gcc, and clang for warnings), exported symbols, unit tests
+# (cmocka), shellcheck, the interpreter matrix, integration tests, and the
+# suites with runners of their own.
 # A stage that cannot run for a missing tool says so and counts as skipped.
 #
 # Environment: PYPERFINJECT_CACHE (interpreters cache), CHECK_ONLY=SUBSTRING
@@ -17,9 +18,6 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=tests/tools/tally.sh
 . tests/tools/tally.sh
 stage() { printf '\n== %s\n' "$*"; }
-
-stage "dependencies"
-bash tests/provision/deps.sh core aarch64 provision programs containers
 
 # Sanitizers (SANITIZE=...): build/ (library, tools, unit tests) is built
 # instrumented and every suite runs against it. An uninstrumented program
@@ -63,14 +61,10 @@ if [ -n "${SANITIZE:-}" ]; then
     fi
 fi
 
-# build/ holds one configuration: make does not track flags, so objects built
-# otherwise (a plain check after a SANITIZE one, or the reverse) are removed.
+# build/ holds one configuration: the Makefile rebuilds it when the flags
+# change (a plain check after a SANITIZE one, or the reverse).
 stage "build (${make_args[0]#CC=})"
-flags="${make_args[*]} SANITIZE=${SANITIZE:-}"
-if [ "$(cat build/.flags 2>/dev/null)" != "$flags" ]; then
-    rm -rf build/obj build/tests build/libpyperfinject.so build/libpyperfinject.a build/jitdump-check
-fi
-if make -s "${make_args[@]}" lib tools unit-tests && echo "$flags" >build/.flags; then
+if make -s "${make_args[@]}" lib tools unit-tests; then
     pass "build with ${make_args[0]#CC=} -Wall -Wextra -Werror${SANITIZE:+ -fsanitize=$SANITIZE}"
 else
     fail "build with ${make_args[0]#CC=}${SANITIZE:+ -fsanitize=$SANITIZE}"
@@ -170,7 +164,7 @@ else
 fi
 
 stage "interpreters"
-bash tests/provision/interpreters.sh --provision >build/interpreters.txt
+bash tests/provision/interpreters.sh >build/interpreters.txt
 cut -f1,3 build/interpreters.txt | column -t
 # SANITIZE: every harness reads build/interpreters.txt; it keeps only the
 # interpreters the instrumented library can be tested on (the whole list goes

@@ -85,11 +85,9 @@ else
     if [ ! -f "$ASAN_RT" ]; then
         result SKIP "asan/build" "clang has no shared ASan runtime ($ASAN_RT)"
         asan_ok=0
-    elif flags="CC=clang SANITIZE=address,undefined CFLAGS=-O2 -g -shared-libsan -Wno-unused-command-line-argument -Wl,-rpath,$rtdir" &&
-        { [ "$(cat build-asan/.flags 2>/dev/null)" = "$flags" ] || rm -rf build-asan; } &&
-        make -s -j2 CC=clang BUILD=build-asan SANITIZE=address,undefined \
+    elif make -s -j2 CC=clang BUILD=build-asan SANITIZE=address,undefined \
             CFLAGS="-O2 -g -shared-libsan -Wno-unused-command-line-argument -Wl,-rpath,$rtdir" \
-            lib tools unit-tests >"$SCRATCH/build.log" 2>&1 && echo "$flags" >build-asan/.flags; then
+            lib tools unit-tests >"$SCRATCH/build.log" 2>&1; then
         result PASS "asan/build" "clang -fsanitize=address,undefined into build-asan/"
     else
         tail -n 20 "$SCRATCH/build.log"
@@ -167,9 +165,7 @@ fi
 TSAN_RT=$(gcc -print-file-name=libtsan.so 2>/dev/null)
 if [ ! -f "$TSAN_RT" ]; then
     result SKIP "tsan" "gcc has no libtsan.so (Debian: libgcc-12-dev)"
-elif ! { [ "$(cat build-tsan/.flags 2>/dev/null)" = "CC=gcc SANITIZE=thread" ] || rm -rf build-tsan; } ||
-    ! make -s -j2 CC=gcc BUILD=build-tsan SANITIZE=thread lib tools >"$SCRATCH/tsan-build.log" 2>&1 ||
-    ! echo "CC=gcc SANITIZE=thread" >build-tsan/.flags; then
+elif ! make -s -j2 CC=gcc BUILD=build-tsan SANITIZE=thread lib tools >"$SCRATCH/tsan-build.log" 2>&1; then
     tail -n 20 "$SCRATCH/tsan-build.log"
     result FAIL "tsan/build" "make BUILD=build-tsan SANITIZE=thread"
 else

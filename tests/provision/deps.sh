@@ -2,13 +2,17 @@
 # deps.sh - install the Debian packages the libpyperfinject test suite needs.
 #
 # Usage: deps.sh [--strict] [GROUP...]
-#   GROUP: core | aarch64 | provision | programs | containers | all   (default: all)
+#   GROUP: core | aarch64 | provision | programs | containers | consumers | all
+#          (default: all)
 #     core       build + unit/integration test tools for the host
 #     aarch64    cross compiler, arm64 libc headers and qemu-user (qemu-aarch64)
 #     provision  what tests/provision/debian-python.sh needs beyond apt+dpkg
 #     programs   real programs the hardening suite runs under the library
 #                (Twisted's and gevent's process spawning, on Debian's python3)
 #     containers a real container engine and a base image (tests/containers)
+#     consumers  the programs pyperf-run's output is read by, and what drives
+#                them headless (tests/wrapper, tests/docs): Chromium, hotspot
+#                under Xvfb, bpftrace, go tool pprof, man
 #
 # As root: runs `apt-get update` once if the package lists are missing or
 # stale, then `apt-get install -y --no-install-recommends` for what is missing.
@@ -26,11 +30,12 @@ readonly GROUP_PROVISION="debian-archive-keyring"
 readonly GROUP_PROGRAMS="python3-twisted python3-gevent"
 # catatonit: podman run --init; debootstrap: the base image (no registry).
 readonly GROUP_CONTAINERS="podman runc catatonit debootstrap"
+readonly GROUP_CONSUMERS="chromium linux-perf shellcheck pkgconf groff-base util-linux hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace golang-go"
 # Lists older than this many minutes are refreshed before installing.
 readonly STALE_MINUTES=$((24 * 60))
 
 usage() {
-    sed -n '2,18s/^# \{0,1\}//p' "$0"
+    sed -n '2,22s/^# \{0,1\}//p' "$0"
 }
 
 strict=0
@@ -39,7 +44,7 @@ for arg in "$@"; do
     case "$arg" in
     -h | --help) usage; exit 0 ;;
     --strict) strict=1 ;;
-    core | aarch64 | provision | programs | containers | all) groups+=("$arg") ;;
+    core | aarch64 | provision | programs | containers | consumers | all) groups+=("$arg") ;;
     *) echo "deps: unknown group '$arg'" >&2; usage >&2; exit 2 ;;
     esac
 done
@@ -53,7 +58,8 @@ for g in "${groups[@]}"; do
     provision) read -r -a p <<<"$GROUP_PROVISION" ;;
     programs) read -r -a p <<<"$GROUP_PROGRAMS" ;;
     containers) read -r -a p <<<"$GROUP_CONTAINERS" ;;
-    all) read -r -a p <<<"$GROUP_CORE $GROUP_AARCH64 $GROUP_PROVISION $GROUP_PROGRAMS $GROUP_CONTAINERS" ;;
+    consumers) read -r -a p <<<"$GROUP_CONSUMERS" ;;
+    all) read -r -a p <<<"$GROUP_CORE $GROUP_AARCH64 $GROUP_PROVISION $GROUP_PROGRAMS $GROUP_CONTAINERS $GROUP_CONSUMERS" ;;
     esac
     wanted+=("${p[@]}")
 done

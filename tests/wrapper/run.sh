@@ -10,9 +10,10 @@
 #   --only S  run only the tests whose name contains S
 #   PYPERF_RUN_UNDER_TEST=FILE tests another copy of pyperf-run.sh
 #
-# As root it first installs what is missing (Debian: chromium, linux-perf,
-# ShellCheck, pkgconf, groff-base, hotspot, xvfb, xauth, xdotool, x11-utils,
-# imagemagick, bpftrace, golang-go) and runs `make renderers` (the pinned
+# As root it first installs what is missing (tests/provision/deps.sh
+# consumers: chromium, linux-perf, ShellCheck, pkgconf, groff-base, hotspot,
+# xvfb, imagemagick, bpftrace, golang-go, ...; `make deps` does that too)
+# and runs `make renderers` (the pinned
 # d3-flame-graph template and speedscope, from npm, into build/renderers).
 # Artifacts (recordings, flame graphs, screenshots, logs) go to
 # build/wrapper-test/. A test that needs something absent is a SKIP with the
@@ -138,7 +139,7 @@ test_cli_usage() {
     expect_rc 0 "$W" --help
     expect_out 'pyperf-run record'
     expect_rc 0 "$W" --version
-    expect_out '^pyperf-run [0-9]'
+    expect_out "^pyperf-run $(sed 's/\./\\./g' "$ROOT/VERSION")( \(source tree\))?\$"
     expect_rc 125 "$W" --bogus -- true
     expect_out "unknown option '--bogus'"
     expect_rc 125 "$W" record
@@ -1180,11 +1181,23 @@ test_install() {
         cmp -s "$h" "$stage$prefix/include/$(basename "$h")" || die_test "header $(basename "$h") not installed"
     done
     [ -x "$stage$prefix/bin/pyperf-run" ] || die_test "pyperf-run is not executable"
+    # The file carries the version, its SONAME link the major version, and
+    # the development link points there (what LD_PRELOAD paths name).
+    local version soname
+    version=$(cat "$ROOT/VERSION")
+    soname=$(readelf -d "$stage$prefix/lib/libpyperfinject.so.$version" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+    [ "$soname" = "libpyperfinject.so.${version%%.*}" ] || die_test "SONAME is '$soname'"
+    [ "$(readlink "$stage$prefix/lib/$soname")" = "libpyperfinject.so.$version" ] ||
+        die_test "lib/$soname does not link to libpyperfinject.so.$version"
+    [ "$(readlink "$stage$prefix/lib/libpyperfinject.so")" = "$soname" ] ||
+        die_test "lib/libpyperfinject.so does not link to $soname"
+    grep -q "\"libpyperfinject $version\"" "$stage$prefix/share/man/man1/pyperf-run.1" ||
+        die_test "the installed man page does not name version $version"
     # The installed script finds the installed library (not the build tree).
     expect_rc 0 "$stage$prefix/bin/pyperf-run" --print-lib
     expect_out "^$stage$prefix/lib/libpyperfinject.so\$"
     expect_rc 0 "$stage$prefix/bin/pyperf-run" --version
-    expect_out '^pyperf-run [0-9]+\.[0-9]+'
+    expect_out "^pyperf-run $version\$"
     grep -q "CONFIGURED_LIBDIR=\"$prefix/lib\"" "$stage$prefix/bin/pyperf-run" || die_test "libdir not substituted"
     mkdir "$T/maps"
     PYPERFINJECT_DIR="$T/maps" expect_rc 0 "$stage$prefix/bin/pyperf-run" -- "$(default_python)" "$APP" 1000
@@ -1231,7 +1244,7 @@ test_install() {
     make -s -C "$ROOT" uninstall DESTDIR="$stage" PREFIX="$prefix" >"$T/uninstall.txt" 2>&1 ||
         { cat "$T/uninstall.txt"; die_test "make uninstall failed"; }
     local left
-    left=$(find "$stage" -type f | sed "s|^$stage||")
+    left=$(find "$stage" -type f -o -type l | sed "s|^$stage||")
     [ -z "$left" ] || die_test "make uninstall left: $left"
 }
 
@@ -1265,32 +1278,11 @@ rm -rf "$ART"
 mkdir -p "$ART"
 [ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || san_wrapper "$W" "$W_REAL"
 
-pkg_missing() {
-    local p
-    for p in "$@"; do
-        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || echo "$p"
-    done
-}
-
 provision() {
-    local -a missing=()
-    if has dpkg-query; then
-        mapfile -t missing < <(pkg_missing chromium linux-perf shellcheck pkgconf groff-base util-linux \
-            hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace golang-go)
-    fi
-    if [ "${#missing[@]}" -gt 0 ]; then
-        if [ "$(id -u)" -eq 0 ]; then
-            echo "installing: ${missing[*]}"
-            export DEBIAN_FRONTEND=noninteractive
-            if ! apt-get install -y --no-install-recommends "${missing[@]}" >"$ART/apt.log" 2>&1; then
-                apt-get update >>"$ART/apt.log" 2>&1 || true
-                apt-get install -y --no-install-recommends "${missing[@]}" >>"$ART/apt.log" 2>&1 ||
-                    echo "could not install ${missing[*]} (see $ART/apt.log); dependent tests will skip"
-            fi
-        else
-            echo "missing (not root, not installing): ${missing[*]}"
-        fi
-    fi
+    # What `make deps` installs (as root; otherwise the missing ones are
+    # named and their tests skip).
+    bash "$ROOT/tests/provision/deps.sh" consumers >"$ART/deps.log" 2>&1 || true
+    grep -v '^deps: installing' "$ART/deps.log" || true
     # The d3-flame-graph template of HTML flame graphs: the pinned copy `make renderers` fetches, which pyperf-run finds by itself.
     make -s -C "$ROOT" renderers >"$ART/renderers.log" 2>&1 || true
     local tpl="$ROOT/build/renderers/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
