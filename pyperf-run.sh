@@ -45,7 +45,8 @@
 #   pyperf-run --pid PID on|off|status
 #       Switch profiling in a running process that was started with
 #       PYPERFINJECT_SIGNAL set (opt-in): sends that signal with a sigqueue
-#       value (1 on, 0 off). `status` shows the setting found.
+#       value (1 on, 0 off). `status` (any process with the library) says
+#       whether profiling is on or off there, and the switching signal.
 #   pyperf-run --print-lib | --help | --version
 #
 # Exit status: COMMAND's own (exec mode; record returns the profiled
@@ -1320,20 +1321,29 @@ cmd_pid() {
     case "$action" in on | off | status) ;; *) usage_error "--pid PID on|off|status" ;; esac
     [ -r "/proc/$pid/environ" ] ||
         die "cannot read /proc/$pid/environ (no such process, or it belongs to another user)"
+    grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null ||
+        die "process $pid has no libpyperfinject loaded"
     local sig
     sig=$(process_env "$pid" PYPERFINJECT_SIGNAL)
-    case "${sig,,}" in
-    "" | none | 0)
-        die "process $pid was not started with PYPERFINJECT_SIGNAL set; switching from outside is opt-in (start it with PYPERFINJECT_SIGNAL=USR2)" ;;
-    esac
-    sig=${sig#[Ss][Ii][Gg]}
-    if ! grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null; then
-        die "process $pid has no libpyperfinject loaded"
-    fi
+    case "${sig,,}" in "" | none | 0) sig="" ;; *) sig=${sig#[Ss][Ii][Gg]} ;; esac
     if [ "$action" = status ]; then
-        echo "process $pid: libpyperfinject loaded, switching signal SIG${sig^^}"
+        local py state
+        py=$(helper_python) || die "no python3 to read the process's state with"
+        state=$(env -u LD_PRELOAD "$py" -I -B "$(find_helper libstate.py)" "$pid") ||
+            state="unknown: the state reader failed"
+        case "$state" in
+        on | off) state="profiling $state" ;;
+        waiting) state="the library waits for Python to start" ;;
+        inactive) state="the library is inactive (no CPython found)" ;;
+        stood-aside) state="the library stood aside (see the process's stderr)" ;;
+        esac
+        local switching="no switching signal (started without PYPERFINJECT_SIGNAL)"
+        [ -z "$sig" ] || switching="switching signal SIG${sig^^}"
+        echo "process $pid: $state; $switching"
         return 0
     fi
+    [ -n "$sig" ] ||
+        die "process $pid was not started with PYPERFINJECT_SIGNAL set; switching from outside is opt-in (start it with PYPERFINJECT_SIGNAL=USR2)"
     command -v kill >/dev/null || die "kill(1) is missing"
     local value=1
     [ "$action" = off ] && value=0

@@ -50,9 +50,24 @@
 
 /* NOT_YET: no CPython seen. WAITING: CPython found, no interpreter running
  * yet. ACTIVE: files open, hooking interpreters. STOOD_ASIDE: final. */
-enum attach_status { NOT_YET, WAITING, ACTIVE, STOOD_ASIDE };
+enum attach_status { NOT_YET = 0, WAITING = 1, ACTIVE = 2, STOOD_ASIDE = 3 };
 static _Atomic int attach_status = NOT_YET;
 
+/* Read from outside, through /proc/PID/mem, by `pyperf-run --pid PID
+ * status` (docs/runtime-control.md): where the state is. The addresses
+ * keep the hot state where it is; the layout number changes with any
+ * change here. Status values as enum attach_status above. */
+struct pyperfinject_remote {
+    char magic[16];             /* "pyperfinject" */
+    uint32_t layout;            /* 1 */
+    uint32_t off_bit;           /* set in *attention while switched off */
+    const _Atomic int *status;  /* enum attach_status */
+    const _Atomic int *attention;
+};
+__attribute__((visibility("default"))) extern const struct pyperfinject_remote pyperfinject_remote;
+const struct pyperfinject_remote pyperfinject_remote = {
+    "pyperfinject", 1, PI_ATTN_OFF, &attach_status, &pi_state.hot.attention,
+};
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A problem found while preparing, reported when Python actually starts. */
 static char deferred_error[512];

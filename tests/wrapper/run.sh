@@ -606,6 +606,48 @@ test_record_pid() {
     expect_out 'give no COMMAND'
 }
 
+# --pid PID status: what the library does in a running process, read from
+# outside (the library's exported state block, through /proc/PID/mem).
+test_pid_status() {
+    local py pid
+    py=$(default_python)
+    wait_map() { for _ in $(seq 100); do grep -q 'py::foo' "$1" 2>/dev/null && break; sleep 0.1; done; }
+    mkdir "$T/sw" "$T/plain"
+    PYPERFINJECT_DIR="$T/sw" PYPERFINJECT_SIGNAL=USR2 "$W" -- "$py" "$APP" 200000000 >/dev/null &
+    pid=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $pid 2>/dev/null || true" EXIT
+    wait_map "$T/sw/perf-$pid.map"
+    expect_rc 0 "$W" --pid "$pid" status
+    expect_out "^process $pid: profiling on; switching signal SIGUSR2\$"
+    expect_rc 0 "$W" --pid "$pid" off
+    sleep 0.5
+    expect_rc 0 "$W" --pid "$pid" status
+    expect_out "^process $pid: profiling off; switching signal SIGUSR2\$"
+    expect_rc 0 "$W" --pid "$pid" on
+    sleep 0.5
+    expect_rc 0 "$W" --pid "$pid" status
+    expect_out "profiling on;"
+    kill "$pid"
+    # Without the switching signal: its state is still shown; switching is refused.
+    PYPERFINJECT_DIR="$T/plain" PYPERFINJECT_START=0 "$W" -- "$py" "$APP" 200000000 >/dev/null &
+    pid=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $pid 2>/dev/null || true" EXIT
+    for _ in $(seq 100); do grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.5
+    expect_rc 0 "$W" --pid "$pid" status
+    expect_out "^process $pid: profiling off; no switching signal \(started without PYPERFINJECT_SIGNAL\)\$"
+    expect_rc 125 "$W" --pid "$pid" on
+    expect_out 'not started with PYPERFINJECT_SIGNAL'
+    kill "$pid"
+    # A process without the library.
+    sleep 30 &
+    expect_rc 125 "$W" --pid "$!" status
+    expect_out "has no libpyperfinject loaded"
+    kill "$!" 2>/dev/null || true
+}
+
 # perf's build-id cache stays in the recording (not ~/.debug) unless
 # --buildid-dir says where.
 test_record_buildid_cache() {
@@ -1330,6 +1372,7 @@ run_test flamegraph_svg
 run_test record_launcher
 run_test record_perf_options
 run_test record_pid
+run_test pid_status
 run_test record_buildid_cache
 run_test record_exit_and_settings
 run_test record_gone_dump
