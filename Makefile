@@ -37,7 +37,7 @@ LIB_SRC := $(filter-out %_main.c,$(wildcard libpyperfinject/*.c))
 LIB_ASM := libpyperfinject/tramp_$(TARGET_ARCH_NAME).S
 LIB_OBJ := $(patsubst libpyperfinject/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst libpyperfinject/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
-TOOL_OBJ := $(BUILD)/obj/jitdump_check.o
+TOOL_OBJ := $(patsubst tests/tools/%.c,$(BUILD)/obj/tools/%.o,$(filter-out %_main.c,$(wildcard tests/tools/*.c)))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
@@ -52,7 +52,8 @@ $(BUILD)/obj/%.o: libpyperfinject/%.c $(wildcard libpyperfinject/*.h) $(FLAGS_FI
 $(BUILD)/obj/%.o: libpyperfinject/%.S $(FLAGS_FILE) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/jitdump_check.o: tests/tools/jitdump_check.c $(wildcard tests/tools/*.h) $(wildcard libpyperfinject/*.h) $(FLAGS_FILE) | $(BUILD)/obj
+$(BUILD)/obj/tools/%.o: tests/tools/%.c $(wildcard tests/tools/*.h) $(wildcard libpyperfinject/*.h) $(FLAGS_FILE)
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/tools -c -o $@ $<
 
 $(BUILD)/libpyperfinject.so: $(LIB_OBJ) libpyperfinject/exports.map

@@ -22,7 +22,8 @@ FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -Wall -Wextra -Werror -Ilibpyperfinject -Iinclude -Itests/tools
 FUZZ_LIB_SRC := libpyperfinject/names.c libpyperfinject/config.c libpyperfinject/ehframe.c \
-                libpyperfinject/jitdump_records.c tests/tools/jitdump_check.c
+                libpyperfinject/jitdump_records.c \
+                $(filter-out %_main.c,$(wildcard tests/tools/*.c))
 FUZZ_BIN := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_LIB_SRC) \

@@ -29,4 +29,10 @@ PI_BYTES_FIELD(uint64_t, u64_at, set_u64)
 
 #undef PI_BYTES_FIELD
 
+/* The 8-byte padding of UNWINDING_INFO records, and of code before a slot's .eh_frame. */
+static inline uint64_t round8(uint64_t v)
+{
+    return (v + 7) & ~(uint64_t)7;
+}
+
 #endif

@@ -172,7 +172,8 @@ struct pi_jdc_eh_hdr {
  * (PI_JDC_BAD_EH_FRAME / BAD_CIE / BAD_FDE) with a message in err. */
 enum pi_jdc_issue pi_jdc_parse_eh_frame(const uint8_t *eh, size_t len, struct pi_jdc_eh *out,
                                         char *err, size_t errlen);
-/* Needs len >= 20; returns false otherwise. */
+#define PI_JDC_EH_HDR_SIZE 20u /* version, three encodings, four 4-byte fields */
+/* Needs len >= PI_JDC_EH_HDR_SIZE; returns false otherwise. */
 bool pi_jdc_parse_eh_hdr(const uint8_t *hdr, size_t len, struct pi_jdc_eh_hdr *out);
 
 #define PI_JDC_MAX_REG 33 /* DWARF columns 0..32: covers x86-64 rip, a64 sp */

@@ -4,7 +4,7 @@
  *
  * Shared by tests/unit/test_ehframe.c, tests/unit/test_jitdump_records.c and
  * fuzz/fuzz_records.c so that one restatement of the template feeds them all.
- * The dump checker (jitdump_check.c) deliberately keeps its own copy of the
+ * The dump checker (jdc_template.c) deliberately keeps its own copy of the
  * template bytes for recognising code: were it to use this one, a wrong byte
  * here would be accepted there. Header-only, so nothing new to link. */
 #ifndef PI_TRAMP_CODE_H
