@@ -65,6 +65,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import harness  # noqa: E402  (shared with tests/integration, tests/hardening)
 WORKLOADS = os.path.join(HERE, "workloads")
 OUT_DIR = os.path.join(ROOT, "build", "bench")
 RUN_TIMEOUT = 600
@@ -110,15 +112,12 @@ MANY_CONFIGS = ("plain", "map", "jitdump", "xperf", "xperf_jit")
 
 
 # ------------------------------------------------------------ interpreters
-class Interp(object):
+class Measured(harness.Interp):
+    """An interpreter of the matrix as the benchmark sees it: which of
+    CPython's own perf modes it has, and why it is not measured, if so."""
+
     def __init__(self, label, command, kind):
-        self.label = label
-        self.command = command
-        self.kind = kind
-        self.version = None  # (major, minor)
-        self.version_text = ""
-        self.wrapper = False  # a shell wrapper that passes PYPERFINJECT_GUEST_PRELOAD on
-        self.script = False  # a #! script: valgrind must follow its exec
+        harness.Interp.__init__(self, label, command, kind)
         self.xperf = False
         self.xperf_jit = False
         self.skip_reason = None
@@ -134,12 +133,6 @@ class Interp(object):
         return out
 
 
-PROBE = ("import sys, platform\n"
-         "v = sys.version_info\n"
-         "print('%d %d %d' % (v[0], v[1], v[2]))\n"
-         "print(sys.version.split()[0])\n"
-         "print(platform.machine())\n"
-         "print(int(hasattr(sys, 'gettotalrefcount')))\n")
 WARM = "import gc, json, platform, re, sys, time, zlib"
 XPROBE = ("import sys\n"
           "active = getattr(sys, 'is_stack_trampoline_active', lambda: False)()\n"
@@ -147,63 +140,40 @@ XPROBE = ("import sys\n"
 
 
 def clean_env():
-    env = {}
-    for k, v in os.environ.items():
-        if k.startswith("PYPERFINJECT") or k.startswith("PYTHON") or k == "LD_PRELOAD":
-            continue
-        env[k] = v
-    env["PYTHONHASHSEED"] = "0"
-    return env
+    # a fixed hash seed: every run does the same work (the counts repeat)
+    return harness.clean_env(PYTHONHASHSEED="0")
 
 
 def discover(only):
-    script = os.path.join(ROOT, "tests", "provision", "interpreters.sh")
-    out = subprocess.run(["bash", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         universal_newlines=True, timeout=300)
-    found, skipped = [], []
-    for line in out.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) != 3:
-            continue
-        it = Interp(*parts)
-        if it.kind.startswith("arm64"):
+    """The matrix's interpreters (tests/provision/interpreters.sh) this
+    machine can measure, those whose label holds one of `only` if given."""
+    found = []
+    for it in harness.discover(cls=Measured):
+        if it.emulated:
             continue  # emulated: not this machine's speed
         if it.kind.endswith("-dbg"):
             continue  # debug builds: not what anybody profiles
         if only and not any(s in it.label for s in only):
             continue
         found.append(it)
-    return found, skipped
+    return found
 
 
 def probe(it, scratch):
+    """Sets it.skip_reason if it is not measured, else which of CPython's
+    perf modes it has."""
     env = clean_env()
     try:
-        with open(it.command, "rb") as f:
-            head = f.read(4096)
-        it.script = head.startswith(b"#!")
-        it.wrapper = it.script and b"PYPERFINJECT_GUEST_PRELOAD" in head
-    except OSError:
-        pass
-    try:
-        r = subprocess.run([it.command, "-c", PROBE], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                           timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        it.skip_reason = "does not start: %s" % e
+        facts = it.probe()
+    except harness.Skip as e:
+        it.skip_reason = str(e)
         return
-    lines = r.stdout.split("\n")
-    if r.returncode != 0 or len(lines) < 4:
-        it.skip_reason = "does not start: %s" % (r.stdout + r.stderr).strip()[-200:]
-        return
-    major, minor, _micro = (int(x) for x in lines[0].split())
-    it.version = (major, minor)
-    it.version_text = lines[1]
+    major, minor = facts["version"]
     if major < 3:
         it.skip_reason = "Python 2 (the library stays inert there)"
-    elif lines[2] != "x86_64":
-        it.skip_reason = "not x86_64 (%s)" % lines[2]
-    elif lines[3] == "1":
+    elif facts["machine"] != "x86_64":
+        it.skip_reason = "not x86_64 (%s)" % facts["machine"]
+    elif facts["debug"]:
         it.skip_reason = "a debug build"
     if it.skip_reason:
         return
@@ -290,7 +260,7 @@ class Runner(object):
         argv += wargv
         if callgrind:
             vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + callgrind]
-            if it.script:
+            if it.probe()["script"]:
                 vg.append("--trace-children=yes")  # the wrapper execs the real python
             argv = vg + argv
         return argv
@@ -301,13 +271,9 @@ class Runner(object):
         if cfg.preload:
             env.update(cfg.env)
             # `make check SANITIZE=...`: the sanitizer runtime goes first
-            lib = " ".join(filter(None, [os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME"),
-                                         self.lib]))
-            if it.wrapper:
-                # the wrapper hands it to python only, not to its shell
-                env["PYPERFINJECT_GUEST_PRELOAD"] = lib
-            else:
-                env["LD_PRELOAD"] = lib
+            # the sanitizer runtime first; a wrapper hands it to python only,
+            # not to its shell
+            harness.preload(env, self.lib, through_wrapper=it.probe()["wrapper"])
         return env
 
     def run(self, it, cfg, wargv, callgrind=False, serial=True):
@@ -901,7 +867,7 @@ def render(parts, interps, prof, machine, elapsed, callgrind, args):
                "by tens of percent between runs, and other jobs were running. Ratios use "
                "instruction counts where the row says `instr`.\n")
     out.append("## Interpreters\n")
-    rows = [[it.label, it.version_text, it.kind, it.command,
+    rows = [[it.label, it.probe()["version_text"], it.kind, it.command,
              ", ".join(x for x, y in (("-X perf", it.xperf), ("-X perf_jit", it.xperf_jit))
                        if y) or "-"] for it in interps]
     out.append(md_table(["label", "version", "kind", "command", "CPython trampolines"], rows))
@@ -993,7 +959,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--rounds", type=int)
-    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
+    ap.add_argument("--lib", default=harness.LIB)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="parallel callgrind runs (instruction counts do not mind)")
@@ -1010,20 +976,15 @@ def main():
         prof["startup_rounds"] = 3 * args.rounds
         prof["many_rounds"] = max(1, (args.rounds + 1) // 2)
     only = [s for s in args.only.split(",") if s]
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    tally = harness.Tally("bench")
 
     def check(ok, msg):
-        counts["passed" if ok else "failed"] += 1
-        log("%s %s" % ("PASS" if ok else "FAIL", msg))
+        tally.report("PASS" if ok else "FAIL", msg)
 
     def skip(msg):
-        counts["skipped"] += 1
-        log("SKIP %s" % msg)
+        tally.report("SKIP", msg)
 
-    def finish():
-        log("bench: %d passed, %d failed, %d skipped" % (
-            counts["passed"], counts["failed"], counts["skipped"]))
-        return 1 if counts["failed"] else 0
+    finish = tally.summary
 
     lib = os.path.abspath(args.lib)
     if not os.path.exists(lib):
@@ -1035,7 +996,7 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="pyperfinject-bench-")
     try:
-        interps, _ = discover(only)
+        interps = discover(only)
         usable = []
         for it in interps:
             probe(it, scratch)
@@ -1093,7 +1054,7 @@ def main():
         # results.json: every number, for whoever wants to compare runs
         dump = {"machine": machine, "profile": prof, "argv": argv,
                 "interpreters": [dict(label=it.label, command=it.command, kind=it.kind,
-                                      version=it.version_text, xperf=it.xperf,
+                                      version=it.probe()["version_text"], xperf=it.xperf,
                                       xperf_jit=it.xperf_jit) for it in usable],
                 "wall": res.wall, "instructions": res.ir,
                 "problems": dict(("%s %s" % k, v) for k, v in res.problems.items())}

@@ -274,7 +274,7 @@ probe_for() {
     fi
 }
 
-# Arena geometry from the source: unwind_late_arena.py gets enough filler
+# Arena geometry from the source: unwind.py FILLER runs enough filler
 # functions to start two more arenas before foo, bar and baz.
 arena_bytes=$(sed -n 's/^#define PI_ARENA_BYTES (\(.*\))$/\1/p' libpyperfinject/arena.h)
 slot_stride=$(sed -n 's/^#define PI_SLOT_STRIDE \([0-9]*\)u$/\1/p' libpyperfinject/arena.h)
@@ -282,21 +282,23 @@ arena_bytes=${arena_bytes:-128u * 1024u}
 arena_bytes=$((${arena_bytes//u/}))
 FILLER=$((2 * arena_bytes / ${slot_stride:-128} + 64))
 
-# check_unwind LABEL WRAPPER LIBRARY PROBE FUNC SCRIPT [ARGS...]: runs
-# SCRIPT PROBE FUNC ARGS under the library, checks the trampolines it found
-# (with ARGS, i.e. filler functions: foo and <module> an arena apart).
+# check_unwind LABEL WRAPPER LIBRARY PROBE FUNC [FILLER]: runs unwind.py
+# PROBE FUNC [FILLER] under the library, checks the trampolines it found
+# (with FILLER functions run first: foo and <module> an arena apart).
 check_unwind() {
-    local label=$1 w=$2 lib=$3 probe=$4 fn=$5 script=$6
-    shift 6
-    local apart=()
-    [ $# -eq 0 ] || apart=(--apart "$arena_bytes")
-    local base=${script##*/}
-    local d=$WORK/$label/unwind-$fn-${base%.py}
-    local what="$label: in-process unwinding, $fn from foo <- bar <- baz <- <module> ($base)"
+    local label=$1 w=$2 lib=$3 probe=$4 fn=$5 filler=${6:-}
+    local script=$SCRIPTS/unwind.py apart=() args=() how=unwind.py
+    if [ -n "$filler" ]; then
+        apart=(--apart "$arena_bytes")
+        args=("$filler")
+        how="unwind.py after $filler filler functions"
+    fi
+    local d=$WORK/$label/unwind-$fn${filler:+-filler}
+    local what="$label: in-process unwinding, $fn from foo <- bar <- baz <- <module> ($how)"
     rm -rf "$d"
     mkdir -p "$d"
     if [ -z "$HOST_PY" ]; then skip "$what: no python3 on the host to check the result"; return; fi
-    if ! run_py "$d" "$lib" "$w" "$script" "$probe" "$fn" "$@" >"$d/ips" 2>"$d/stderr"; then
+    if ! run_py "$d" "$lib" "$w" "$script" "$probe" "$fn" "${args[@]}" >"$d/ips" 2>"$d/stderr"; then
         show "$d/stderr"
         fail "$what: the script failed"
         return
@@ -392,11 +394,11 @@ check_interp() {
         skip "$label: in-process unwinding: $REASON"
         return
     fi
-    check_unwind "$label" "$w" "$lib" "$PROBE" probe_backtrace "$SCRIPTS/unwind.py"
-    check_unwind "$label" "$w" "$lib" "$PROBE" probe_libunwind "$SCRIPTS/unwind.py"
-    check_unwind "$label" "$w" "$lib" "$PROBE" probe_backtrace "$HERE/scripts/unwind_late_arena.py" "$FILLER"
+    check_unwind "$label" "$w" "$lib" "$PROBE" probe_backtrace
+    check_unwind "$label" "$w" "$lib" "$PROBE" probe_libunwind
+    check_unwind "$label" "$w" "$lib" "$PROBE" probe_backtrace "$FILLER"
     if [ "$smoke" -eq 0 ] && [ -z "$variant" ]; then
-        check_unwind "$label" "$w" "$lib" "$PROBE" probe_libunwind "$HERE/scripts/unwind_late_arena.py" "$FILLER"
+        check_unwind "$label" "$w" "$lib" "$PROBE" probe_libunwind "$FILLER"
     fi
 }
 

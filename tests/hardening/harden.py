@@ -24,7 +24,6 @@ usage: harden.py [--smoke | --full] [--lib PATH] [--preload-prefix PATHS]
                      (every selected test runs on it, whatever its smoke roles)
 """
 import argparse
-import errno
 import os
 import random
 import re
@@ -40,49 +39,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPTS = os.path.join(HERE, "scripts")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-import matrix  # noqa: E402  (shared with tests/integration/run.py)
+import harness  # noqa: E402  (shared with tests/integration/run.py, bench)
 import perfmap  # noqa: E402
 import perftool  # noqa: E402
+from harness import Fail, Skip  # noqa: E402
 
 TIMEOUT = 240
 NOBODY = 65534
 
 
-class Skip(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
 # --------------------------------------------------------------- interpreters
-
-class Interp(object):
-    def __init__(self, label, command, kind):
-        self.label, self.command, self.kind = label, command, kind
-        self._version = None
-
-    @property
-    def version(self):
-        if self._version is None:
-            out = subprocess.run([self.command, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-            if out.returncode != 0:
-                raise Skip("interpreter does not start: %r" % out.stderr[-200:])
-            self._version = tuple(int(x) for x in out.stdout.split())
-        return self._version
-
-
-def discover(path):
-    return [Interp(*row) for row in matrix.read(path)]
-
 
 def roles(interps):
     """Representative interpreters for --smoke: the Debian system python
     (static libpython), the oldest and the newest pyenv build (3.6: watcher
     thread and side table), the newest sid build (tagged frames)."""
-    usable = [i for i in interps if not i.kind.startswith("arm64") and "2.7" not in i.label]
+    usable = [i for i in interps if not i.emulated and "2.7" not in i.label]
     by_kind = {}
     for i in usable:
         by_kind.setdefault(i.kind, []).append(i)
@@ -124,17 +96,10 @@ class Ctx(object):
         self.base = tempfile.mkdtemp(prefix="pyperfinject-hard-")
         os.chmod(self.base, 0o755)
 
-    def preload(self):
-        return " ".join(self.prefix + [self.lib])
-
     def env(self, preload, extra=None):
-        env = dict(os.environ)
-        for key in list(env):
-            if key.startswith("PYPERFINJECT") or key.startswith("PYTHON") or key == "LD_PRELOAD":
-                del env[key]
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env = harness.clean_env(PYTHONDONTWRITEBYTECODE="1")
         if preload:
-            env["LD_PRELOAD"] = self.preload()
+            harness.preload(env, self.lib, self.prefix)
         env.update(extra or {})
         return env
 
@@ -847,12 +812,8 @@ def t_kill(ctx, interp, work):
         seeds, total, partial)
 
 
-def perf_usable():
-    return perftool.why_unusable()
-
-
 def t_kill_perf(ctx, interp, work):
-    why = perf_usable()
+    why = perftool.why_unusable()
     if why:
         raise Skip(why)
     rng = random.Random(4242)
@@ -1119,7 +1080,7 @@ def t_at_secure(ctx, interp, work):
     os.mkdir(upper)
     os.mkdir(wk)
     with open(os.path.join(upper, "ld.so.preload"), "w") as f:
-        f.write(" ".join(ctx.prefix + [lib]) + "\n")
+        f.write(harness.ld_preload(lib, ctx.prefix) + "\n")
     mount = ('mount -t overlay overlay -o lowerdir=/etc,upperdir=%s,workdir=%s /etc' %
              (upper, wk))
     kinds = [("plain", 0o755, None), ("setuid", 0o4755, None), ("setgid", 0o2755, None)]
@@ -1143,7 +1104,7 @@ def t_at_secure(ctx, interp, work):
             if how == "ld.so.preload":
                 argv = in_namespace(mount, argv)
             else:
-                extra["LD_PRELOAD"] = " ".join(ctx.prefix + [lib])
+                extra["LD_PRELOAD"] = harness.ld_preload(lib, ctx.prefix)
             p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=ctx.env(False, extra), cwd="/", timeout=120)
             if p.returncode == 99:
@@ -1494,10 +1455,9 @@ def common_arguments():
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--smoke", action="store_true")
     mode.add_argument("--full", action="store_true")
-    parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
+    parser.add_argument("--lib", default=harness.LIB)
     # default: the sanitizer runtime `make check SANITIZE=...` exports (tests/run-all.sh)
-    parser.add_argument("--preload-prefix",
-                        default=os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", ""))
+    parser.add_argument("--preload-prefix", default=" ".join(harness.sanitizer_runtime()))
     parser.add_argument("--interpreters", default=os.path.join(ROOT, "build", "interpreters.txt"))
     parser.add_argument("--interp", default="")
     return parser
@@ -1510,20 +1470,16 @@ def main():
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     ctx = Ctx(args)
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-
-    def report(status, name, label, detail):
-        counts[status] += 1
-        detail = detail.replace("\n", " ")
-        print("%-4s %-30s %-16s %s" % (status, name, label, detail[:400]), flush=True)
+    tally = harness.Tally("harden", widths=(30, 16), one_line=True, cut=400)
+    report = tally.report
 
     if not os.path.exists(ctx.lib):
         report("FAIL", "setup", "-", "%s is not built" % ctx.lib)
-    everything = discover(args.interpreters)
+    everything = harness.discover(args.interpreters)
     interps, pick = roles(everything)
     if args.full and not args.interp:
         for i in everything:
-            if i.kind.startswith("arm64"):
+            if i.emulated:
                 report("SKIP", "all", i.label, "arm64 under qemu-user: the hardening tests run "
                        "on the host's interpreters (arm64: tests/aarch64, tests/integration)")
     if args.interp:
@@ -1556,15 +1512,7 @@ def main():
                 work = tempfile.mkdtemp(prefix=name.replace("/", "-") + "-", dir=ctx.base)
                 os.chmod(work, 0o755)
                 start = time.time()
-                try:
-                    note = fn(ctx, interp, work) or ""
-                    status = "PASS"
-                except Skip as e:
-                    status, note = "SKIP", str(e)
-                except Fail as e:
-                    status, note = "FAIL", str(e)
-                except Exception as e:  # a broken test is a failure
-                    status, note = "FAIL", "%s: %s" % (type(e).__name__, e)
+                status, note = harness.attempt(fn, ctx, interp, work)
                 took = time.time() - start
                 report(status, name, interp.label, "%s [%.1fs]" % (note, took))
                 if not args.keep:
@@ -1572,9 +1520,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(ctx.base, ignore_errors=True)
-    print("harden: %d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"],
-                                                         counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

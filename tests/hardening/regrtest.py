@@ -30,7 +30,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import harden  # noqa: E402  (interpreter discovery, roles)
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import harden  # noqa: E402  (roles, common arguments)
+import harness  # noqa: E402  (interpreters, environment, result lines)
 
 # The areas of issue #8: threading; fork and multiprocessing; generators,
 # coroutines, asyncio; sys and audit hooks; subinterpreters; recursion
@@ -144,16 +146,12 @@ class Runner(object):
     def run(self, interp, modules, preload, work, xperf=False):
         out = tempfile.mkdtemp(dir=work)
         before = set(os.listdir("/tmp")) if xperf else set()
-        env = dict(os.environ)
-        for key in list(env):
-            if key.startswith("PYPERFINJECT") or key.startswith("PYTHON") or key == "LD_PRELOAD":
-                del env[key]
-        env["PYPERFINJECT_DIR"] = out
+        env = harness.clean_env(PYPERFINJECT_DIR=out)
         if xperf:
             # the environment form reaches the pythons the tests start too
             env["PYTHONPERFSUPPORT"] = "1"
         if preload:
-            env["LD_PRELOAD"] = " ".join(self.prefix + [self.lib])
+            harness.preload(env, self.lib, self.prefix)
         argv = [interp.command] + (["-X", "perf"] if xperf else []) + \
             ["-m", "test", "-v", "--timeout", str(self.timeout)]
         argv += ["-j%d" % self.jobs] if self.jobs > 1 and len(modules) > 1 else []
@@ -202,17 +200,9 @@ def available(interp, candidates):
     return [m for m in p.stdout.split() if m]
 
 
-def release(interp):
-    """(major, minor, micro) of the interpreter."""
-    p = subprocess.run([interp.command, "-c", "import sys; print(*sys.version_info[:3])"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                       timeout=120)
-    return tuple(int(x) for x in p.stdout.split()) if p.returncode == 0 else (0, 0, 0)
-
-
 def left_out(interp, modules):
     """The modules of HANGS_WITHOUT_LIBRARY for this release, with their causes."""
-    rel = release(interp)
+    rel = interp.release
     return [(mod, why) for first, last, mod, why in HANGS_WITHOUT_LIBRARY
             if first <= rel <= last and mod in modules]
 
@@ -297,14 +287,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     runner = Runner(args)
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    tally = harness.Tally("regrtest", widths=(30, 16), one_line=True, cut=600)
+    report = tally.report
 
-    def report(status, name, label, detail):
-        counts[status] += 1
-        print("%-4s %-30s %-16s %s" % (status, name, label, detail.replace("\n", " ")[:600]),
-              flush=True)
-
-    interps, pick = harden.roles(harden.discover(args.interpreters))
+    interps, pick = harden.roles(harness.discover(args.interpreters))
     if args.preload_prefix and not args.full:
         # Under a sanitizer runtime every module runs several times slower:
         # the two representative interpreters (the plain run covers the rest).
@@ -320,7 +306,7 @@ def main():
         for interp in chosen:
             try:
                 interp.version
-            except harden.Skip as e:
+            except harness.Skip as e:
                 report("SKIP", set_name, interp.label, str(e))
                 continue
             if not has_test_package(interp):
@@ -388,9 +374,7 @@ def main():
                                                                   if notes else ""))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print("regrtest: %d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"],
-                                                           counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

@@ -21,84 +21,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
-import matrix  # noqa: E402  (shared with tests/hardening/harden.py)
+import harness  # noqa: E402  (shared with tests/hardening, bench)
 import perfmap  # noqa: E402
 import perftool  # noqa: E402
+from harness import Fail, NotApplicable, Skip  # noqa: E402
 TIMEOUT = 300
-# `make check SANITIZE=...` (tests/run-all.sh): the sanitizer runtime an
-# instrumented library needs in front of it in LD_PRELOAD.
-SANITIZER_RUNTIME = os.environ.get("PYPERFINJECT_SANITIZER_RUNTIME", "")
-
-
-def ld_preload(lib):
-    """LD_PRELOAD for preloading lib (with the sanitizer runtime first, if any)."""
-    return SANITIZER_RUNTIME + " " + lib if SANITIZER_RUNTIME else lib
-
-
-class Skip(Exception):
-    """The scenario cannot run here; the message says why."""
-
-
-class Fail(Exception):
-    """The scenario ran and something was wrong."""
-
-
-class NotApplicable(Exception):
-    """The scenario has no meaning for this interpreter (not a skip: nothing is missing)."""
-
-
-class Interp(object):
-    def __init__(self, label, command, kind):
-        self.label = label
-        self.command = command
-        self.kind = kind
-        self.info = None
-
-    def probe(self):
-        """Version, prefix and shared-library facts, from the interpreter itself."""
-        if self.info is None:
-            code = ("import sys, sysconfig\n"
-                    "v = sys.version_info\n"
-                    "print('%d.%d' % (v[0], v[1]))\n"
-                    "print(sysconfig.get_config_var('LDLIBRARY') or '')\n"
-                    "print(sysconfig.get_config_var('LIBDIR') or '')\n"
-                    "print(sys.prefix)\n"
-                    "print(int(bool(sysconfig.get_config_var('Py_ENABLE_SHARED'))))\n"
-                    "print(int(hasattr(sys, 'gettotalrefcount')))\n"
-                    "flags = ' '.join(str(sysconfig.get_config_var(v) or '') for v in\n"
-                    "                 ('CFLAGS', 'PY_CFLAGS', 'PY_CORE_CFLAGS', 'CONFIGURE_CFLAGS'))\n"
-                    "print(int('-fno-omit-frame-pointer' in flags))\n")
-            out = subprocess.run([self.command, "-c", code], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, universal_newlines=True,
-                                 timeout=TIMEOUT)
-            if out.returncode != 0:
-                raise Skip("interpreter does not start: %s" % out.stderr.strip()[-200:])
-            lines = out.stdout.splitlines()
-            major, minor = (int(x) for x in lines[0].split("."))
-            self.info = {
-                "version": (major, minor),
-                "ldlibrary": lines[1],
-                "libdir": lines[2],
-                "prefix": lines[3],
-                "shared": lines[4] == "1",
-                "debug": lines[5] == "1",
-                "frame_pointers": lines[6] == "1",
-            }
-        return self.info
-
-    @property
-    def version(self):
-        return self.probe()["version"]
-
-
-def discover(listing=None):
-    """The matrix (tests/tools/matrix.py)."""
-    return [Interp(*row) for row in matrix.read(listing)]
-
-
-def is_emulated(interp):
-    """arm64 interpreters run under qemu-user: the library must be the aarch64 build."""
-    return interp.kind.startswith("arm64")
 
 
 class Runner(object):
@@ -108,21 +35,19 @@ class Runner(object):
 
     def serve(self, interp, aarch64_lib):
         """Points the runner at the library build for this interpreter's architecture."""
-        self.guest = is_emulated(interp)
+        self.guest = interp.emulated
         self.lib = aarch64_lib if self.guest else self.host_lib
 
     def run(self, argv, preload, outdir, env=None, cwd=None):
-        full = dict(os.environ)
-        for key in list(full):
-            if key.startswith("PYPERFINJECT") or key in ("LD_PRELOAD", "PYTHONPERFSUPPORT"):
-                del full[key]
-        full["PYPERFINJECT_DIR"] = outdir
+        # PYTHON* from the caller stays (only PYTHONPERFSUPPORT goes).
+        full = harness.clean_env(keep_python=True, PYPERFINJECT_DIR=outdir)
         full.update(env or {})
         if preload and self.guest:
-            # The wrapper hands it to the emulated python only (not to qemu).
-            full["PYPERFINJECT_GUEST_PRELOAD"] = self.lib
+            # The wrapper hands it to the emulated python only (not to qemu);
+            # the host's sanitizer runtime has no place in an arm64 guest.
+            harness.preload(full, self.lib, prefix=[], through_wrapper=True)
         elif preload:
-            full["LD_PRELOAD"] = ld_preload(self.lib)
+            harness.preload(full, self.lib)
         try:
             return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env=full, cwd=cwd or outdir, timeout=TIMEOUT)
@@ -216,7 +141,7 @@ def scenario_names(runner, interp, work):
     check_jitdump(os.path.join(work, "pre", dumps[0]),
                   ["py::%s:%s" % (fn, script) for fn in ("foo", "bar", "baz", "<module>")])
     with open(os.path.join(work, "maps-1.txt")) as f:
-        ranges = executable_ranges(f.read(), is_emulated(interp))
+        ranges = executable_ranges(f.read(), interp.emulated)
     for start, size, name in entries:
         if not any(lo <= start and start + size <= hi for lo, hi in ranges):
             raise Fail("%s at %x is not inside an executable mapping" % (name, start))
@@ -305,7 +230,7 @@ def scenario_fork(runner, interp, work):
         # The dump: the child's own trampolines only, all in arenas it mapped
         # after the fork, all in its map too.
         arenas = arenas_at_fork(os.path.join(snap, "maps-%s.txt" % kind), parent,
-                                is_emulated(interp))
+                                interp.emulated)
         if not arenas:
             raise Fail("%s: no parent arena found in the snapshot" % kind)
         own = set((addr, size, name) for addr, size, name in loads)
@@ -381,15 +306,15 @@ def scenario_fork_perf(runner, interp, work):
     """perf names a forked child's samples in an inherited function and in one
     new to the child: through the maps, and through perf inject --jit."""
     needs_python3(interp)
-    if is_emulated(interp):
+    if interp.emulated:
         raise NotApplicable()
-    why = perf_usable()
+    why = perftool.why_unusable()
     if why:
         raise Skip(why)
     script = os.path.join(SCRIPTS, "fork_perf.py")
     argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-k", "1",
             "--call-graph", "dwarf,8192", "-o", os.path.join(work, "perf.data"), "--",
-            "env", "PYPERFINJECT_DIR=" + work, "LD_PRELOAD=" + ld_preload(runner.lib),
+            "env", "PYPERFINJECT_DIR=" + work, "LD_PRELOAD=" + harness.ld_preload(runner.lib),
             interp.command, script, FORK_PERF_SECONDS]
     out = runner.run(argv, False, work)
     got = re.findall(rb"^child (\d+)$", out.stdout, re.M)
@@ -549,10 +474,6 @@ def scenario_unwritable_dir(runner, interp, work):
         raise Fail("expected unchanged output and one warning, got %r" % extra)
 
 
-def perf_usable():
-    return perftool.why_unusable()
-
-
 def perf_samples(text):
     """perf script output -> list of frame-symbol lists, innermost first."""
     samples = []
@@ -602,7 +523,7 @@ def record_workload(runner, interp, work, perf_args, env, seconds="2"):
     script = os.path.join(SCRIPTS, "perf_workload.py")
     argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", os.path.join(work, "perf.data")]
     argv += perf_args + ["--", "env"] + ["%s=%s" % kv for kv in sorted(env.items())]
-    argv += ["LD_PRELOAD=" + ld_preload(runner.lib), interp.command, script, seconds]
+    argv += ["LD_PRELOAD=" + harness.ld_preload(runner.lib), interp.command, script, seconds]
     out = runner.run(argv, False, work)
     if out.returncode != 0 or b"ok" not in out.stdout:
         raise Fail("perf record failed (%d): %r" % (out.returncode, out.stderr[-300:]))
@@ -612,9 +533,9 @@ def record_workload(runner, interp, work, perf_args, env, seconds="2"):
 def scenario_perf_dwarf(runner, interp, work):
     """perf --call-graph dwarf + perf inject --jit: >= 90% of foo samples show the whole chain."""
     needs_python3(interp)
-    if is_emulated(interp):
+    if interp.emulated:
         raise NotApplicable()  # perf sees qemu's translated code, not the guest's
-    why = perf_usable()
+    why = perftool.why_unusable()
     if why:
         raise Skip(why)
     script = record_workload(runner, interp, work,
@@ -641,11 +562,11 @@ def scenario_perf_dwarf(runner, interp, work):
 def scenario_perf_fp(runner, interp, work):
     """Frame-pointer builds: perf -g with the map alone shows the whole chain."""
     needs_python3(interp)
-    if is_emulated(interp):
+    if interp.emulated:
         raise NotApplicable()
     if not interp.probe()["frame_pointers"]:
         raise NotApplicable()  # fp unwinding cannot cross an evaluator without frame pointers
-    why = perf_usable()
+    why = perftool.why_unusable()
     if why:
         raise Skip(why)
     script = record_workload(runner, interp, work, ["-F", "499", "-g"],
@@ -690,7 +611,7 @@ def scenario_inprocess_unwind(runner, interp, work):
     """A C function called at foo->bar->baz unwinds in-process (libunwind and
     glibc backtrace) through the three trampolines, in order."""
     needs_python3(interp)
-    if is_emulated(interp):
+    if interp.emulated:
         raise NotApplicable()  # arm64: tests/aarch64/run.sh runs the arm64 libunwind/libgcc probe
     probe = unwind_probe(work)
     results = []
@@ -721,7 +642,7 @@ def scenario_inprocess_unwind(runner, interp, work):
 def scenario_noexec_dir(runner, interp, work):
     """A noexec output directory: one warning, the map still written, program unchanged."""
     needs_python3(interp)
-    if is_emulated(interp):
+    if interp.emulated:
         raise Skip("qemu-user maps guest code without host PROT_EXEC: noexec cannot be observed")
     if shutil.which("unshare") is None or os.geteuid() != 0:
         raise Skip("needs root and unshare(1) to mount a private noexec tmpfs")
@@ -792,7 +713,7 @@ def scenario_pep523_chain(runner, interp, work):
     """Another PEP 523 function installed before and after the library: both see
     every call, results unchanged, functions still named."""
     needs_python3(interp)
-    if interp.version < (3, 9) or is_emulated(interp) or interp.kind not in ("pyenv", "debian",
+    if interp.version < (3, 9) or interp.emulated or interp.kind not in ("pyenv", "debian",
                                                                            "debian-dbg"):
         raise NotApplicable()  # the test's counter uses the 3.9+ setter and this machine's libc
     counter = counter_library(work)
@@ -982,13 +903,13 @@ def notes_status(matrix, label, name):
 def run_pid_switch(runner, interps, work):
     """pyperf-run --pid PID off/on switches a running process from outside."""
     name = "pyperf-run --pid"
-    candidates = [i for i in interps if i.kind in ("pyenv", "debian") and not is_emulated(i)]
+    candidates = [i for i in interps if i.kind in ("pyenv", "debian") and not i.emulated]
     candidates = [i for i in candidates if i.probe()["version"] >= (3, 8)]
     if not candidates:
         return [("SKIP", name, "no local CPython 3.8+ to run")]
     interp = candidates[-1]
     env = dict(os.environ, PYPERFINJECT_DIR=work, PYPERFINJECT_SIGNAL="USR2",
-               LD_PRELOAD=ld_preload(runner.host_lib))
+               LD_PRELOAD=harness.ld_preload(runner.host_lib))
     proc = subprocess.Popen([interp.command, os.path.join(SCRIPTS, "longrun.py"), "3"],
                             stdout=subprocess.PIPE, env=env, universal_newlines=True)
     tool = os.path.join(ROOT, "pyperf-run.sh")
@@ -1023,7 +944,7 @@ def run_pid_switch(runner, interps, work):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--lib", default=os.path.join(ROOT, "build", "libpyperfinject.so"))
+    parser.add_argument("--lib", default=harness.LIB)
     parser.add_argument("--aarch64-lib",
                         default=os.path.join(ROOT, "build-aarch64", "libpyperfinject.so"))
     parser.add_argument("--only", default="")
@@ -1038,17 +959,14 @@ def main():
         print("integration: %s not built" % runner.lib)
         return 1
 
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    tally = harness.Tally("integration", widths=(24, 16))
+    report = tally.report
     matrix = []
     notes = {}
 
-    def report(status, label, scenario, detail):
-        counts[status] += 1
-        print("%-4s %-24s %-16s %s" % (status, label, scenario, detail), flush=True)
-
     base = tempfile.mkdtemp(prefix="pyperfinject-it-")
     try:
-        interps = discover(args.interpreters)
+        interps = harness.discover(args.interpreters)
         if not interps:
             report("SKIP", "-", "matrix", "no interpreter found (tests/provision/interpreters.sh)")
         for interp in interps:
@@ -1065,17 +983,10 @@ def main():
                     continue
                 work = tempfile.mkdtemp(prefix=name + "-", dir=base)
                 try:
-                    note = fn(runner, interp, work) or ""
-                    status = "PASS"
+                    status, note = harness.attempt(fn, runner, interp, work)
                 except NotApplicable:
                     row[name] = "n/a"
                     continue
-                except Skip as e:
-                    status, note = "SKIP", str(e)
-                except Fail as e:
-                    status, note = "FAIL", str(e)
-                except Exception as e:  # a broken test is a failure, not a pass
-                    status, note = "FAIL", "%s: %s" % (type(e).__name__, e)
                 if status == "FAIL" and args.keep_failed:
                     kept = os.path.join(args.keep_failed, "%s-%s" % (interp.label, name))
                     shutil.rmtree(kept, ignore_errors=True)
@@ -1115,9 +1026,7 @@ def main():
                                      "test_perf_profiler", "subinterpreter") or \
                         (note and notes_status(matrix, label, name) != "PASS"):
                     f.write("- %s, %s: %s\n" % (label, name, note.replace("\n", " ")[:300]))
-    print("integration: %d passed, %d failed, %d skipped" %
-          (counts["PASS"], counts["FAIL"], counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":
