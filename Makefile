@@ -38,11 +38,13 @@ LIB_ASM := libpyperfinject/tramp_$(TARGET_ARCH_NAME).S
 LIB_OBJ := $(patsubst libpyperfinject/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst libpyperfinject/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
 TOOL_OBJ := $(patsubst tests/tools/%.c,$(BUILD)/obj/tools/%.o,$(filter-out %_main.c,$(wildcard tests/tools/*.c)))
+# pyperf-attach: loads the library into a running process (attach/).
+ATTACH_OBJ := $(patsubst attach/%.c,$(BUILD)/obj/attach/%.o,$(filter-out attach/attach.c,$(wildcard attach/*.c)))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all lib unit-tests tools check demo clean deps man
-all: lib tools renderers man
+.PHONY: all lib attacher unit-tests tools check demo clean deps man
+all: lib attacher tools renderers man
 
 lib: $(BUILD)/libpyperfinject.so
 
@@ -60,6 +62,17 @@ $(BUILD)/libpyperfinject.so: $(LIB_OBJ) libpyperfinject/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,--version-script=libpyperfinject/exports.map \
 	    -Wl,-soname,$(SONAME) -Wl,-z,defs -Wl,-z,noexecstack -o $@ $(LIB_OBJ) $(LDLIBS)
 
+$(BUILD)/obj/attach/%.o: attach/%.c $(wildcard attach/*.h) $(FLAGS_FILE)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+attacher: $(BUILD)/pyperf-attach
+$(BUILD)/pyperf-attach: $(BUILD)/obj/attach/attach.o $(ATTACH_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^
+
+$(BUILD)/pyperf-attach.a: $(ATTACH_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
 # Unit tests link the objects through an archive, so each test pulls in only
 # the components it exercises.
 $(BUILD)/libpyperfinject.a: $(LIB_OBJ)
@@ -69,8 +82,9 @@ tools: $(BUILD)/jitdump-check
 $(BUILD)/jitdump-check: tests/tools/jitdump_check_main.c $(TOOL_OBJ) $(BUILD)/libpyperfinject.a
 	$(CC) $(ALL_CFLAGS) -Itests/tools -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/tools/*.h) $(TOOL_OBJ) $(BUILD)/libpyperfinject.a | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -Itests/tools -Itests/unit -o $@ $< $(TOOL_OBJ) $(BUILD)/libpyperfinject.a -lcmocka $(LDLIBS)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/tools/*.h) $(TOOL_OBJ) $(BUILD)/libpyperfinject.a $(BUILD)/pyperf-attach.a | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -Itests/tools -Itests/unit -Iattach -o $@ $< $(TOOL_OBJ) $(BUILD)/libpyperfinject.a \
+	    $(BUILD)/pyperf-attach.a -lcmocka $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 

@@ -13,8 +13,9 @@
 #                     [--flamegraph FILE [--native]] [--buildid-dir DIR]
 #                     [-- PERF-OPTIONS] -- COMMAND [ARG...]
 #   pyperf-run record [OPTIONS] --pid PID [--seconds N] [-- PERF-OPTIONS]
-#       perf record COMMAND (or the running process PID, which was started
-#       with the library) with the right options, perf inject --jit, all
+#       perf record COMMAND (or the running process PID: attached for the
+#       recording and detached after, unless it runs with the library) with
+#       the right options, perf inject --jit, all
 #       output in DIR (perf's build-id cache in DIR/.debug); prints what was
 #       written, how many call chains were cut short, and what to run next.
 #       A pyenv shim is resolved to its interpreter. PERF-OPTIONS (starting
@@ -42,6 +43,15 @@
 #   pyperf-run check [-- COMMAND...]
 #       Show what pyperf-run would use: library, perf, permissions, flame
 #       graph tools and, given COMMAND, the interpreter and call-graph mode.
+#   pyperf-run attach PID [--dir DIR]
+#       Load the library into the running CPython process PID and install it
+#       there, as if it had been preloaded (ptrace: needs what ptrace needs).
+#       Functions called from then on are named in DIR/perf-PID.map and
+#       DIR/jit-PID.dump (DIR as the process sees it; default /tmp). A second
+#       attach is a no-op that says so.
+#   pyperf-run detach PID
+#       Switch profiling off in PID: its interpreters run without the hook
+#       again (attach switches it back on).
 #   pyperf-run --pid PID on|off|status
 #       Switch profiling in a running process that was started with
 #       PYPERFINJECT_SIGNAL set (opt-in): sends that signal with a sigqueue
@@ -491,7 +501,7 @@ cmd_record() {
 
     local launcher="" target_dir=""
     if [ -n "$pid" ]; then
-        require_running_with_library "$pid"
+        require_recordable_process "$pid"
         target_dir=$PID_DIR
         set -- "$PID_EXE"
     else
@@ -619,6 +629,11 @@ cmd_record() {
     # libc that env had mapped lower stopped the unwinding of every sample
     # taken in libc after one frame (in about half of the runs).
     local interrupted=0 rc=0
+    if [ -n "$pid" ] && [ "$PID_ATTACH" -eq 1 ]; then
+        attach_process "$pid" "$PID_DIR" >/dev/null
+        note "attached the library to process $pid for the recording (switched off again after it)"
+        echo "attached: yes (detached after recording)" >>"$out/pyperf-run.txt"
+    fi
     trap 'interrupted=1' INT
     if [ -n "$pid" ]; then
         # perf records the process until the timing command (sleep) ends, or
@@ -633,6 +648,10 @@ cmd_record() {
     fi
     trap - INT
     restore_max_stack
+    if [ -n "$pid" ] && [ "$PID_ATTACH" -eq 1 ] && [ -d "/proc/$pid" ]; then
+        env -u LD_PRELOAD "$(find_attacher)" --call "$pid" pyperfinject_disable >/dev/null 2>&1 ||
+            warn "process $pid: could not switch profiling off after the recording (pyperf-run detach $pid)"
+    fi
     echo "exit status: $rc" >>"$out/pyperf-run.txt"
     [ -s "$out/perf.data" ] || die "perf record wrote no data (exit status $rc)"
     [ "$interrupted" -eq 0 ] || note "interrupted; processing what was recorded"
@@ -677,24 +696,25 @@ preflight_library() {
     done <<<"$err"
 }
 
-# Dies unless process PID runs with the library loaded. Sets PID_EXE (its
-# executable, as this mount namespace sees it) and PID_DIR (where it writes
-# its perf map and jitdump: its PYPERFINJECT_DIR, else /tmp).
-PID_EXE="" PID_DIR=""
-require_running_with_library() {
+# Dies unless process PID is a Python process to record here. Sets PID_EXE
+# (its executable, as this mount namespace sees it), PID_DIR (where it
+# writes its perf map and jitdump: its PYPERFINJECT_DIR, else /tmp) and
+# PID_ATTACH (1 when the library is not loaded yet: record attaches it).
+PID_EXE="" PID_DIR="" PID_ATTACH=0
+require_recordable_process() {
     local pid=$1
     [[ $pid =~ ^[1-9][0-9]*$ ]] || usage_error "record: --pid needs a process id, not '$pid'"
     [ -d "/proc/$pid" ] || die "no process $pid"
-    { [ -r "/proc/$pid/maps" ] && [ -r "/proc/$pid/environ" ]; } ||
+    { head -c 1 -- "/proc/$pid/maps" && head -c 1 -- "/proc/$pid/environ"; } >/dev/null 2>&1 ||
         die "cannot read /proc/$pid/maps (process $pid belongs to another user; run as that user or root)"
-    grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null ||
-        die "process $pid does not run with libpyperfinject, so perf could not name its Python functions" \
-            "start it with: pyperf-run COMMAND (or LD_PRELOAD=$(find_lib) COMMAND)"
+    PID_ATTACH=0
+    grep -q 'libpyperfinject' "/proc/$pid/maps" 2>/dev/null || PID_ATTACH=1
+    [ "$PID_ATTACH" -eq 0 ] || require_python_process "$pid"
     PID_EXE=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
     PID_EXE=${PID_EXE% (deleted)}
     [ -x "$PID_EXE" ] || PID_EXE="/proc/$pid/exe"
     PID_DIR=$(process_env "$pid" PYPERFINJECT_DIR)
-    [ -n "$PID_DIR" ] || PID_DIR=/tmp
+    [ -n "$PID_DIR" ] && [ "$PID_ATTACH" -eq 0 ] || PID_DIR=/tmp
     # Its files are named by its pid in its own PID namespace.
     local nspid
     nspid=$(sed -n 's/^NStgid:.*[[:space:]]\([0-9][0-9]*\)$/\1/p' "/proc/$pid/status" 2>/dev/null || true)
@@ -1311,6 +1331,121 @@ report_chains() {
 }
 
 
+# ------------------------------------------------------------------ attach
+# pyperf-attach: next to this script in the source tree (build/), or
+# installed with the helpers.
+find_attacher() {
+    local dir cand
+    dir=$(script_dir)
+    local -a cands=("$dir/build/pyperf-attach" "$dir/../lib/pyperfinject/pyperf-attach")
+    [[ $CONFIGURED_LIBDIR == @* ]] || cands+=("$CONFIGURED_LIBDIR/pyperfinject/pyperf-attach")
+    for cand in "${cands[@]}"; do
+        [ -x "$cand" ] && { printf '%s\n' "$cand"; return 0; }
+    done
+    die "pyperf-attach is missing (looked in: ${cands[*]}); build it (make) or reinstall (make install)"
+}
+
+# The library's path as process PID sees it: the same file at the same
+# path in its mount namespace, or a copy put into its /tmp (said).
+library_for_process() {
+    local pid=$1 lib=$2 inside
+    if [ "$(stat -L -c %d:%i -- "$lib")" = "$(stat -L -c %d:%i -- "/proc/$pid/root$lib" 2>/dev/null)" ]; then
+        printf '%s\n' "$lib"
+        return
+    fi
+    inside="/tmp/libpyperfinject-$(cksum <"$lib" | cut -d' ' -f1).so"
+    if [ ! -f "/proc/$pid/root$inside" ]; then
+        local tmp="/proc/$pid/root$inside.tmp.$$"
+        if ! { cp -- "$lib" "$tmp" && chmod 0755 "$tmp" && mv -f -- "$tmp" "/proc/$pid/root$inside"; }; then
+            rm -f -- "$tmp"
+            die "process $pid does not see $lib, and it could not be copied into its /tmp"
+        fi
+        note "process $pid does not see $lib (another mount namespace): copied it to $inside there"
+    fi
+    printf '%s\n' "$inside"
+}
+
+# Dies unless PID is a CPython process this user may read.
+require_python_process() {
+    local pid=$1
+    [[ $pid =~ ^[1-9][0-9]*$ ]] || usage_error "need a process id, not '$pid'"
+    [ -d "/proc/$pid" ] || die "no process $pid"
+    head -c 1 -- "/proc/$pid/maps" >/dev/null 2>&1 ||
+        die "cannot read /proc/$pid/maps: process $pid belongs to another user (run as that user or root)"
+    local exe
+    exe=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
+    case "${exe##*/}" in
+    python2*) die "process $pid ($exe) runs Python 2, which the library does not serve" ;;
+    esac
+    is_python_name "${exe% (deleted)}" || grep -qE '/libpython3\.[0-9]+' "/proc/$pid/maps" ||
+        grep -qE '/python3\.[0-9]+[^/]*$' "/proc/$pid/maps" ||
+        die "process $pid ($exe) is not a Python process"
+}
+
+# Attaches to PID with its files in DIR (as it sees it). Prints the result
+# code of pyperfinject_attach (0 installed, 1 already on, 2 switched on, 3
+# waiting for the main thread); dies with the reason when it failed.
+attach_process() {
+    local pid=$1 dir=$2 lib attacher inside settings out rc
+    lib=$(find_lib)
+    attacher=$(find_attacher)
+    inside=$(library_for_process "$pid" "$lib")
+    settings=$(env | grep '^PYPERFINJECT_' | grep -vE '^PYPERFINJECT_(DIR|LIB)=' || true)
+    settings+=$'\n'"PYPERFINJECT_DIR=$dir"
+    out=$(env -u LD_PRELOAD "$attacher" "$pid" "$inside" "$settings" 2>&1) ||
+        die "could not attach to process $pid: ${out#*$'\t'}" "(process $pid was not changed)"
+    rc=${out%%$'\t'*}
+    case "$rc" in
+    0 | 1 | 2 | 3) ;;
+    *) die "could not attach to process $pid: ${out#*$'\t'}" ;;
+    esac
+    if [ "$rc" = 3 ]; then
+        # Installed by the main thread at its next Python step.
+        local state="" _
+        for _ in $(seq 50); do
+            state=$(env -u LD_PRELOAD "$(helper_python)" -I -B "$(find_helper libstate.py)" "$pid" 2>/dev/null || true)
+            [ "$state" != on ] || break
+            sleep 0.1
+        done
+        [ "$state" = on ] ||
+            warn "process $pid: the library is loaded; its main thread has not run Python for 5 s, and installs it at its next Python step"
+    fi
+    printf '%s\n' "$rc"
+}
+
+cmd_attach() {
+    local pid="" dir=/tmp
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --dir | -d) [ $# -ge 2 ] || usage_error "attach: $1 needs a directory"; dir=$2; shift 2 ;;
+        --dir=*) dir=${1#--dir=}; shift ;;
+        -*) usage_error "attach: unknown option '$1'" ;;
+        *) [ -z "$pid" ] || usage_error "attach: one PID"; pid=$1; shift ;;
+        esac
+    done
+    [ -n "$pid" ] || usage_error "attach: no PID"
+    [[ $dir == /* ]] || usage_error "attach: --dir must be absolute (a path in the process's mount namespace)"
+    require_python_process "$pid"
+    local rc
+    rc=$(attach_process "$pid" "$dir")
+    case "$rc" in
+    1) note "process $pid: already attached, profiling is on (nothing done)"; return 0 ;;
+    2) note "process $pid: already attached; profiling was off and is switched on" ;;
+    *) note "attached to process $pid: Python functions it calls from now on are named in $dir/perf-<pid>.map and $dir/jit-<pid>.dump (<pid> as the process sees itself)" ;;
+    esac
+    note "record it: pyperf-run record --pid $pid; switch off: pyperf-run detach $pid"
+}
+
+cmd_detach() {
+    [ $# -eq 1 ] || usage_error "detach: one PID"
+    local pid=$1 out
+    require_python_process "$pid"
+    grep -q 'libpyperfinject' "/proc/$pid/maps" || die "process $pid has no libpyperfinject loaded: nothing to detach"
+    out=$(env -u LD_PRELOAD "$(find_attacher)" --call "$pid" pyperfinject_disable 2>&1) ||
+        die "could not switch profiling off in process $pid: ${out#*$'\t'}"
+    note "process $pid: profiling switched off; its interpreters run without the hook again (the library stays loaded: pyperf-run attach $pid switches it back on)"
+}
+
 # ------------------------------------------------------------------ --pid
 # The switching signal is opt-in per process (PYPERFINJECT_SIGNAL); read it
 # from the process's environment rather than guessing a signal that the
@@ -1363,6 +1498,8 @@ main() {
     --print-lib) find_lib; exit 0 ;;
     --pid) shift; cmd_pid "$@" ;;
     record) shift; cmd_record "$@" ;;
+    attach) shift; cmd_attach "$@" ;;
+    detach) shift; cmd_detach "$@" ;;
     report) shift; cmd_report "$@" ;;
     hotspot) shift; cmd_hotspot "$@" ;;
     import) shift; cmd_import "$@" ;;

@@ -25,7 +25,7 @@ extern "C" {
 
 /* Bumped when a function is added (compatible) or changed (incompatible:
  * never without a new name). */
-#define PYPERFINJECT_API_VERSION 1
+#define PYPERFINJECT_API_VERSION 2
 
 enum pyperfinject_state {
     PYPERFINJECT_INACTIVE = -1, /* not attached: no CPython here, disabled, or it stood aside */
@@ -45,6 +45,21 @@ int pyperfinject_disable(void);
 
 /* One of enum pyperfinject_state. */
 int pyperfinject_state(void);
+
+/* Installs the library in a process whose interpreter already runs, as if
+ * it had been preloaded (pyperf-run attach loads the library and calls
+ * this). settings: "NAME=VALUE" lines of PYPERFINJECT_* variables, or NULL
+ * for the defaults (the process's environment is not read). Called with the
+ * GIL (from Python through ctypes.PyDLL) it installs at once; without it, or
+ * with PYPERFINJECT_ATTACH_FROM_OUTSIDE in flags (a thread borrowed by a
+ * debugger-like tool, which may be anywhere in the interpreter), the main
+ * thread installs it at its next Python step (a pending call). Returns 0
+ * installed, 1 already attached and on (nothing done), 2 already attached
+ * and off (switched on), 3 scheduled on the main thread, -1 failed: nothing
+ * changed. A line saying what happened goes to why (whylen bytes; may be
+ * NULL). Since PYPERFINJECT_API_VERSION 2. */
+#define PYPERFINJECT_ATTACH_FROM_OUTSIDE 1
+int pyperfinject_attach(const char *settings, int flags, char *why, unsigned long whylen);
 
 /* Makes the files durable (fdatasync). Entries are always handed to the
  * kernel before the function they name first runs, so this matters only for

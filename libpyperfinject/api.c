@@ -35,6 +35,14 @@ API int pyperfinject_disable(void)
     return 0;
 }
 
+API int pyperfinject_attach(const char *settings, int flags, char *why, unsigned long whylen)
+{
+    char scratch[256];
+    if (why == NULL || whylen == 0)
+        why = scratch, whylen = sizeof scratch;
+    return pi_attach_running(settings, (flags & PYPERFINJECT_ATTACH_FROM_OUTSIDE) != 0, why, whylen);
+}
+
 API int pyperfinject_flush(void)
 {
     struct pi_state *s = &pi_state;

@@ -35,6 +35,27 @@ static const struct option options[] = {
     {"PYPERFINJECT_KEEP_BINARIES", KIND_DIR_OR_BOOL, FIELD(keep_binaries), "0", 0, 0},
 };
 
+const char *pi_settings_lookup(const char *name, void *ctx)
+{
+    struct pi_settings_text *st = ctx;
+    const char *found = NULL;
+    size_t found_len = 0, name_len = strlen(name);
+    for (const char *line = st->text; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > name_len && strncmp(line, name, name_len) == 0 && line[name_len] == '=') {
+            found = line + name_len + 1;
+            found_len = len - name_len - 1;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    if (found == NULL || found_len >= sizeof st->value)
+        return NULL;
+    memcpy(st->value, found, found_len);
+    st->value[found_len] = '\0';
+    return st->value;
+}
+
 const char *pi_config_name(size_t i)
 {
     return i < sizeof options / sizeof *options ? options[i].env : NULL;

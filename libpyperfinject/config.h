@@ -35,6 +35,16 @@ typedef const char *(*pi_getenv_fn)(const char *name, void *ctx);
 int pi_config_parse(struct pi_config *cfg, pi_getenv_fn getenv_fn, void *ctx, char *err,
                     size_t errlen);
 
+/* Settings given as text instead of the environment: "NAME=VALUE" lines
+ * (pyperf-run attach passes them to pyperfinject_attach). A lookup for
+ * pi_config_parse with ctx a struct pi_settings_text; the last line naming
+ * a variable wins; a value longer than the buffer is not found. Pure. */
+struct pi_settings_text {
+    const char *text; /* NUL-terminated; NULL: no settings */
+    char value[PATH_MAX];
+};
+const char *pi_settings_lookup(const char *name, void *ctx);
+
 /* The i-th variable name (for tests and diagnostics), NULL past the end. */
 const char *pi_config_name(size_t i);
 

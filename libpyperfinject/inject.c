@@ -134,11 +134,18 @@ static size_t read_cmdline(char *buf, size_t len)
  * symbols, layout checks, the slot image. No files, no output: a program
  * that merely links libpython (perf does) must not notice us. Returns 0, 1
  * when switched off, or -1 with the reason in err. */
+/* How the library came into the process. */
+enum arrival {
+    PRELOADED, /* before Python started: LD_PRELOAD, or a host's dlopen of libpython */
+    ATTACHED,  /* into a running interpreter: pyperfinject_attach (pyperf-run attach) */
+};
+
 static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned minor,
-                   const struct pi_abi_startup *facts, char *err, size_t errlen)
+                   const struct pi_abi_startup *facts, enum arrival arrival,
+                   pi_getenv_fn settings, void *settings_ctx, char *err, size_t errlen)
 {
     char missing[128];
-    if (pi_config_parse(&s->cfg, env_lookup, NULL, err, errlen) != 0)
+    if (pi_config_parse(&s->cfg, settings, settings_ctx, err, errlen) != 0)
         return -1;
     pi_log_set_level(s->cfg.verbose);
     if (!s->cfg.enable)
@@ -146,7 +153,9 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     static char cmdline[8192];
     struct pi_preflight_input preflight = {facts, env_lookup, NULL, cmdline, 0};
     preflight.cmdline_len = read_cmdline(cmdline, sizeof cmdline);
-    const char *allocator = pi_preflight_allocator_switch(&preflight);
+    /* An audit hook registered after start-up is allocated and freed with
+     * the same allocator: only the early one cannot survive a switch. */
+    const char *allocator = arrival == PRELOADED ? pi_preflight_allocator_switch(&preflight) : NULL;
     if (allocator != NULL) {
         snprintf(err, errlen, "%s changes Python's memory allocator after start-up, which the "
                  "library's early audit hook cannot survive; not profiling this process",
@@ -280,24 +289,43 @@ static int interpreter_running(struct pi_state *s, void *tstate, void *interp)
     return 0;
 }
 
+/* The version behind `handle` and its start-up facts. -1 for Python 2 and
+ * 3.0-3.5, or no version: the library stays inert there. */
+static int version_of(void *handle, unsigned *major, unsigned *minor,
+                      struct pi_abi_startup *facts)
+{
+    const char *(*get_version)(void) = (const char *(*)(void))dlsym(handle, "Py_GetVersion");
+    return get_version == NULL || pi_abi_parse_version(get_version(), major, minor) != 0 ||
+                   pi_abi_startup_facts(*major, *minor, facts) != 0
+               ? -1
+               : 0;
+}
+
+/* Loaded into a process whose interpreter already runs (ctypes, or
+ * pyperf-run attach's dlopen): the constructor does nothing there, and
+ * pyperfinject_attach installs the library when asked. */
+static int interpreter_runs(void *handle)
+{
+    int (*initialized)(void) = (int (*)(void))dlsym(handle, "Py_IsInitialized");
+    return initialized != NULL && initialized();
+}
+
 /* Decides, once per process, whether `handle` is a CPython to serve. */
 static void attach(void *handle)
 {
-    if (!pi_pysyms_is_cpython(handle))
-        return; /* not Python (or not loaded yet): stay silent */
+    if (!pi_pysyms_is_cpython(handle) || interpreter_runs(handle))
+        return; /* not Python (or not loaded yet), or late: stay silent */
     pthread_mutex_lock(&attach_lock);
     if (atomic_load(&attach_status) != NOT_YET)
         goto out;
-    const char *(*get_version)(void) = (const char *(*)(void))dlsym(handle, "Py_GetVersion");
     unsigned major = 0, minor = 0;
     struct pi_abi_startup facts;
-    if (pi_abi_parse_version(get_version(), &major, &minor) != 0 ||
-        pi_abi_startup_facts(major, minor, &facts) != 0) {
+    if (version_of(handle, &major, &minor, &facts) != 0) {
         atomic_store(&attach_status, STOOD_ASIDE); /* Python 2, or no version: inert */
         goto out;
     }
-    int rc = prepare(&pi_state, handle, major, minor, &facts, deferred_error,
-                     sizeof deferred_error);
+    int rc = prepare(&pi_state, handle, major, minor, &facts, PRELOADED, env_lookup, NULL,
+                     deferred_error, sizeof deferred_error);
     if (rc == 2) { /* a reason to stand aside without any hook: said at verbose 2 */
         pi_log(PI_LOG_INFO, "%s", deferred_error);
         rc = 1;
@@ -319,6 +347,100 @@ static void attach(void *handle)
     atomic_store(&attach_status, WAITING);
 out:
     pthread_mutex_unlock(&attach_lock);
+}
+
+/* --- attach to a running interpreter --------------------------------- */
+
+/* Hooks the interpreters of a process whose Python already runs. 3.8+, with
+ * the GIL held: the audit hook (for subinterpreters and a re-initialised
+ * runtime), then the calling thread's interpreter. 3.6/3.7: the main
+ * interpreter, as the watcher would (a field store, from any thread). */
+static int install_running(struct pi_state *s, const struct pi_abi_startup *facts, char *err,
+                           size_t errlen)
+{
+    s->on_interpreter = interpreter_running;
+    int served;
+    if (facts->wait == PI_WAIT_WATCHER) {
+        served = interpreter_running(s, NULL, s->py.InterpreterHead());
+    } else {
+        if (pi_wait_start(s, RTLD_DEFAULT, facts, err, errlen) != 0)
+            return -1;
+        served = interpreter_running(s, s->py.ThreadStateGet(), NULL);
+    }
+    if (served != 0)
+        return snprintf(err, errlen, "%s", deferred_error[0] ? deferred_error
+                                           : "the files could not be created (see stderr)"), -1;
+    return 0;
+}
+
+static struct pi_abi_startup attach_facts;
+
+/* The main thread's pending call, GIL held. */
+static int install_pending(void *arg)
+{
+    (void)arg;
+    char err[512];
+    if (install_running(&pi_state, &attach_facts, err, sizeof err) != 0) {
+        atomic_store(&attach_status, STOOD_ASIDE);
+        pi_log(PI_LOG_WARN, "attach: %s; profiling disabled, the program runs normally", err);
+    }
+    return 0; /* never an exception of ours in the program */
+}
+
+int pi_attach_running(const char *settings, int from_outside, char *why, size_t whylen)
+{
+    struct pi_state *s = &pi_state;
+    snprintf(why, whylen, "ok");
+    if (getauxval(AT_SECURE) != 0)
+        return snprintf(why, whylen, "a setuid or capability program"), PI_ATTACH_FAILED;
+    int status = atomic_load(&attach_status);
+    if (status == WAITING)
+        return snprintf(why, whylen, "under way: the library waits for the interpreter"),
+               PI_ATTACH_PENDING;
+    if (status == ACTIVE) {
+        if (pi_control_is_on(s))
+            return snprintf(why, whylen, "already attached, profiling on"), PI_ATTACH_ALREADY;
+        pi_control_request(s, 1);
+        return snprintf(why, whylen, "already attached; switched on"), PI_ATTACH_SWITCHED_ON;
+    }
+    if (status == STOOD_ASIDE)
+        return snprintf(why, whylen, "the library stood aside in this process earlier"),
+               PI_ATTACH_FAILED;
+    if (!pi_pysyms_is_cpython(RTLD_DEFAULT) || !interpreter_runs(RTLD_DEFAULT))
+        return snprintf(why, whylen, "no running CPython in this process"), PI_ATTACH_FAILED;
+    /* Prepared under the lock, and WAITING from then on: a second attach
+     * meanwhile is told so. Installing takes the lock itself (activate). */
+    pthread_mutex_lock(&attach_lock);
+    unsigned major = 0, minor = 0;
+    struct pi_settings_text text = {settings, {0}};
+    int prepared = -1;
+    if (atomic_load(&attach_status) != NOT_YET) {
+        snprintf(why, whylen, "another attach is under way");
+    } else if (version_of(RTLD_DEFAULT, &major, &minor, &attach_facts) != 0) {
+        snprintf(why, whylen, "not a CPython the library serves (3.6 or newer)");
+    } else {
+        prepared = prepare(s, RTLD_DEFAULT, major, minor, &attach_facts, ATTACHED,
+                           pi_settings_lookup, &text, why, whylen);
+        if (prepared == 1)
+            snprintf(why, whylen, "switched off by the settings, or CPython's own perf support "
+                                  "is on in this process");
+        if (prepared == 0)
+            atomic_store(&attach_status, WAITING);
+    }
+    pthread_mutex_unlock(&attach_lock);
+    if (prepared != 0)
+        return PI_ATTACH_FAILED; /* nothing was installed */
+    if (!from_outside && (attach_facts.wait == PI_WAIT_WATCHER || s->py.GILStateCheck())) {
+        if (install_running(s, &attach_facts, why, whylen) == 0)
+            return PI_ATTACHED;
+    } else if (s->py.AddPendingCall(install_pending, NULL) == 0) {
+        snprintf(why, whylen, "the main thread installs it at its next Python step");
+        return PI_ATTACH_PENDING;
+    } else {
+        snprintf(why, whylen, "CPython's pending-call queue is full; try again");
+    }
+    atomic_store(&attach_status, STOOD_ASIDE);
+    return PI_ATTACH_FAILED;
 }
 
 __attribute__((constructor)) static void pi_constructor(void)

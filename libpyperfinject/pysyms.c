@@ -42,6 +42,7 @@ static const struct symbol symbols[] = {
     {F(ErrSetString), {"PyErr_SetString"}, 6, 99},
     {F(ExcRecursionError), {"PyExc_RecursionError"}, 6, 99},
     {F(AddPendingCall), {"Py_AddPendingCall"}, 6, 99},
+    {F(GILStateCheck), {"PyGILState_Check"}, 6, 99},
     {F(SysGetObject), {"PySys_GetObject"}, 6, 99},
     {F(SysSetObject), {"PySys_SetObject"}, 6, 99},
     {F(CFunctionNewEx), {"PyCFunction_NewEx"}, 6, 99},

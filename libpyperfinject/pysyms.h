@@ -40,6 +40,7 @@ struct pi_py {
     void (*ErrSetString)(pi_pyobj *type, const char *message);
     pi_pyobj **ExcRecursionError;                      /* &PyExc_RecursionError */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
+    int (*GILStateCheck)(void);                        /* 1: this thread holds the GIL */
     pi_pyobj *(*SysGetObject)(const char *name);                  /* borrowed */
     int (*SysSetObject)(const char *name, pi_pyobj *value);
     pi_pyobj *(*CFunctionNewEx)(void *methoddef, pi_pyobj *self, pi_pyobj *module);

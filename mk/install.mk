@@ -23,7 +23,7 @@ INSTALL_HEADERS := $(wildcard include/*.h)
 .PHONY: install uninstall
 PYPERF_RUN_HELPERS := $(wildcard pyperf-run-helpers/*.py)
 
-install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) $(BUILD)/pyperf-run.1 pyperfinject.pc.in
+install: $(BUILD)/libpyperfinject.so $(BUILD)/pyperf-attach pyperf-run.sh $(PYPERF_RUN_HELPERS) $(BUILD)/pyperf-run.1 pyperfinject.pc.in
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)' '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
 	    '$(DESTDIR)$(PKGCONFIGDIR)' $(if $(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)')
 	$(INSTALL) -m 0755 $(BUILD)/libpyperfinject.so '$(DESTDIR)$(LIBDIR)/$(LIB_FILE)'
@@ -31,6 +31,7 @@ install: $(BUILD)/libpyperfinject.so pyperf-run.sh $(PYPERF_RUN_HELPERS) $(BUILD
 	ln -sf '$(SONAME)' '$(DESTDIR)$(LIBDIR)/libpyperfinject.so'
 	$(INSTALL) -d '$(DESTDIR)$(LIBDIR)/pyperfinject'
 	$(INSTALL) -m 0644 $(PYPERF_RUN_HELPERS) '$(DESTDIR)$(LIBDIR)/pyperfinject/'
+	$(INSTALL) -m 0755 $(BUILD)/pyperf-attach '$(DESTDIR)$(LIBDIR)/pyperfinject/pyperf-attach'
 	$(if $(INSTALL_HEADERS),$(INSTALL) -m 0644 $(INSTALL_HEADERS) '$(DESTDIR)$(INCLUDEDIR)/')
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(PYPERFINJECT_VERSION)|g' pyperf-run.sh \
 	    >'$(DESTDIR)$(BINDIR)/.pyperf-run.tmp'
@@ -46,5 +47,6 @@ uninstall:
 	    '$(DESTDIR)$(LIBDIR)/$(LIB_FILE)' '$(DESTDIR)$(BINDIR)/pyperf-run' \
 	    '$(DESTDIR)$(MANDIR)/man1/pyperf-run.1' '$(DESTDIR)$(PKGCONFIGDIR)/pyperfinject.pc' \
 	    $(foreach h,$(PYPERF_RUN_HELPERS),'$(DESTDIR)$(LIBDIR)/pyperfinject/$(notdir $(h))') \
+	    '$(DESTDIR)$(LIBDIR)/pyperfinject/pyperf-attach' \
 	    $(foreach h,$(INSTALL_HEADERS),'$(DESTDIR)$(INCLUDEDIR)/$(notdir $(h))')
 	rmdir '$(DESTDIR)$(LIBDIR)/pyperfinject' 2>/dev/null || true

@@ -674,6 +674,48 @@ def c_record_pid(ctx, cmd):
         service.pid, ", ".join(names), len(jitted))
 
 
+def c_attach(ctx, cmd):
+    """attach / detach: a service started without the library (app.py in a
+    loop); after attach its functions are named in the map, after detach
+    the status line says off, and the service runs on."""
+    service = subprocess.Popen(
+        ["python", "-c", "import runpy, sys\nprint('up', flush=True)\n"
+         "while True: runpy.run_path('app.py', run_name='__main__')"],
+        cwd=ctx.work, env=ctx.env({}), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        universal_newlines=True)
+    try:
+        service.stdout.readline()
+        filled = ctx.fill(cmd).replace("PID", str(service.pid))
+        if filled.startswith("pyperf-run detach"):
+            rc, out = ctx.sh("pyperf-run attach %d" % service.pid)
+            expect(rc, out, 0, [r"attached to process %d" % service.pid])
+        rc, out = ctx.sh(filled)
+        if filled.startswith("pyperf-run attach"):
+            expect(rc, out, 0, [r"attached to process %d" % service.pid])
+            mapfile = "/tmp/perf-%d.map" % service.pid
+            for _ in range(100):
+                if os.path.exists(mapfile) and "py::checksum" in open(mapfile, errors="replace").read():
+                    break
+                time.sleep(0.1)
+            else:
+                raise Fail("no py::checksum in %s after attach" % mapfile)
+            done = "py::checksum named in %s" % mapfile
+        else:
+            expect(rc, out, 0, [r"profiling switched off"])
+            rc, out = ctx.sh("pyperf-run --pid %d status" % service.pid)
+            expect(rc, out, 0, [r"profiling off"])
+            done = "status after detach: profiling off"
+        if service.poll() is not None:
+            raise Fail("the service is gone (exit status %s)" % service.returncode)
+    finally:
+        service.kill()
+        service.wait()
+        service.stdout.close()
+        for leftover in glob.glob("/tmp/*-%d.map" % service.pid) + glob.glob("/tmp/jit-%d.dump" % service.pid):
+            os.unlink(leftover)
+    return done
+
+
 CHECKS = [
     # (regular expression a documented command matches in full, check)
     (r"make demo", c_make_demo),
@@ -692,6 +734,7 @@ CHECKS = [
     (r"pyperf-run -- python app\.py", c_exec_only),
     (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),
     (r"pyperf-run record --pid PID --seconds 30", c_record_pid),
+    (r"pyperf-run (attach|detach) PID", c_attach),
     (r"pyperf-run samply record python app\.py", c_samply),
     (r"pyperf-run perf record -g -- python app\.py", c_perf_record_g),
     (r"pyperf-run perf record .*--call-graph dwarf,65528 .* -o perf\.data -- python app\.py",

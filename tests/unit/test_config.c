@@ -157,6 +157,30 @@ static void test_every_name_is_listed(void **state)
     assert_int_equal(i, 11);
 }
 
+static void test_settings_text(void **state)
+{
+    (void)state;
+    struct pi_settings_text st = {"PYPERFINJECT_DIR=/srv/out\nPYPERFINJECT_VERBOSE=2\n"
+                                  "PYPERFINJECT_VERBOSE=3\nPYPERFINJECT_MAPX=0\n", {0}};
+    assert_string_equal(pi_settings_lookup("PYPERFINJECT_DIR", &st), "/srv/out");
+    assert_string_equal(pi_settings_lookup("PYPERFINJECT_VERBOSE", &st), "3"); /* last wins */
+    assert_null(pi_settings_lookup("PYPERFINJECT_MAP", &st)); /* not a prefix match */
+    assert_null(pi_settings_lookup("PYPERFINJECT_START", &st));
+    struct pi_config cfg;
+    char err[256];
+    assert_int_equal(pi_config_parse(&cfg, pi_settings_lookup, &st, err, sizeof err), 0);
+    assert_string_equal(cfg.dir, "/srv/out");
+    assert_int_equal(cfg.verbose, 3);
+    assert_int_equal(cfg.map, 1);
+    st.text = "PYPERFINJECT_START=maybe"; /* no newline at the end */
+    assert_int_equal(pi_config_parse(&cfg, pi_settings_lookup, &st, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPERFINJECT_START"));
+    st.text = NULL;
+    assert_null(pi_settings_lookup("PYPERFINJECT_DIR", &st));
+    assert_int_equal(pi_config_parse(&cfg, pi_settings_lookup, &st, err, sizeof err), 0);
+    assert_string_equal(cfg.dir, "/tmp");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_signals),
         cmocka_unit_test(test_keep_binaries_forms),
         cmocka_unit_test(test_every_name_is_listed),
+        cmocka_unit_test(test_settings_text),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

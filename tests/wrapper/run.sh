@@ -599,7 +599,7 @@ test_record_pid() {
     # Not with the library: said before anything is recorded.
     sleep 30 &
     expect_rc 125 "$W" record -o "$T/rec2" --pid "$!" --seconds 1
-    expect_out "does not run with libpyperfinject"
+    expect_out "is not a Python process"
     kill "$!" 2>/dev/null || true
     [ ! -e "$T/rec2/perf.data" ] || die_test "recorded a process without the library"
     expect_rc 125 "$W" record --pid "$pid" -- "$py" "$APP"
@@ -646,6 +646,117 @@ test_pid_status() {
     expect_rc 125 "$W" --pid "$!" status
     expect_out "has no libpyperfinject loaded"
     kill "$!" 2>/dev/null || true
+}
+
+# A service started without the library (tests/wrapper/service.py), its pid
+# in SVC_PID; stopped at the test's end.
+start_service() {
+    local py=$1
+    "$py" "$HERE/service.py" 60 >"$T/service.pid" 2>"$T/service.err" &
+    SVC_PID=$!
+    # shellcheck disable=SC2064 # expand now
+    trap "kill $SVC_PID 2>/dev/null || true" EXIT
+    for _ in $(seq 100); do [ -s "$T/service.pid" ] && break; sleep 0.05; done
+    [ -s "$T/service.pid" ] || die_test "the service did not start: $(cat "$T/service.err")"
+}
+
+# attach: the library goes into a running process and names what it calls
+# from then on; a second attach says so; detach switches it off, attach on
+# again; the process runs on and exits as it would have.
+test_attach() {
+    local py
+    py=$(default_python)
+    start_service "$py"
+    mkdir "$T/files"
+    expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/files"
+    expect_out "attached to process $SVC_PID"
+    for _ in $(seq 50); do grep -q 'py::handle' "$T/files/perf-$SVC_PID.map" 2>/dev/null && break; sleep 0.1; done
+    grep -q "py::handle:$HERE/service.py" "$T/files/perf-$SVC_PID.map" || die_test "no py::handle after attaching"
+    grep -q 'py::work' "$T/files/perf-$SVC_PID.map" || die_test "no py::work after attaching"
+    [ -s "$T/files/jit-$SVC_PID.dump" ] || die_test "no jitdump after attaching"
+    expect_rc 0 "$W" --pid "$SVC_PID" status
+    expect_out "profiling on"
+    expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/files"
+    expect_out "already attached, profiling is on \(nothing done\)"
+    expect_rc 0 "$W" detach "$SVC_PID"
+    expect_out "profiling switched off"
+    sleep 0.3
+    expect_rc 0 "$W" --pid "$SVC_PID" status
+    expect_out "profiling off"
+    expect_rc 0 "$W" attach "$SVC_PID"
+    expect_out "was off and is switched on"
+    kill -0 "$SVC_PID" || die_test "the service is gone"
+    kill "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    [ ! -s "$T/service.err" ] || die_test "the service wrote to stderr: $(head -c 300 "$T/service.err")"
+    # Not Python; no such process; usage.
+    sleep 30 &
+    expect_rc 125 "$W" attach "$!"
+    expect_out "is not a Python process"
+    kill "$!" 2>/dev/null || true
+    expect_rc 125 "$W" attach 999999999
+    expect_out "no process"
+    expect_rc 125 "$W" attach
+    expect_out "attach: no PID"
+    expect_rc 125 "$W" attach 1 --dir relative
+    expect_out "must be absolute"
+}
+
+# attach as a user who may not: one line with the cause, the process untouched.
+test_attach_refused() {
+    has setpriv || skip_test "setpriv is not installed"
+    [ "$(id -u)" -eq 0 ] || skip_test "needs root to run the service and the attempt as two users"
+    local py
+    py=$(default_python)
+    start_service "$py"
+    chmod 0755 "$T"
+    expect_rc 125 setpriv --reuid=65534 --regid=65534 --clear-groups "$W" attach "$SVC_PID"
+    expect_out "belongs to another user"
+    ! grep -q libpyperfinject "/proc/$SVC_PID/maps" || die_test "the library was loaded anyway"
+}
+
+# record --pid on a process without the library: attached for the
+# recording, its Python functions named, switched off again after it.
+test_record_attach() {
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local py
+    py=$(default_python)
+    start_service "$py"
+    expect_rc 0 "$W" record -o "$T/rec" --pid "$SVC_PID" --seconds 2
+    expect_out "attached the library to process $SVC_PID for the recording"
+    grep -q 'py::work' "$T/rec/perf-$SVC_PID.map" || die_test "the recording has no py::work"
+    expect_rc 0 "$W" report "$T/rec" --top
+    expect_out "work  .*service.py:"
+    expect_rc 0 "$W" --pid "$SVC_PID" status
+    expect_out "profiling off"
+}
+
+# attach on every CPython of the matrix (x86-64), and 2.7 refused.
+test_attach_matrix() {
+    [ -f "$ROOT/build/interpreters.txt" ] || skip_test "no build/interpreters.txt"
+    local label cmd kind n=0 out
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in pyenv | debian | debian-dbg | sid | sid-dbg) ;; *) continue ;; esac
+        mkdir -p "$T/$label"
+        start_service "$cmd"
+        if "$cmd" -c 'import sys; sys.exit(sys.version_info[0] != 2)' 2>/dev/null; then
+            expect_rc 125 "$W" attach "$SVC_PID" --dir "$T/$label"
+            expect_out "runs Python 2, which the library does not serve"
+            echo "$label: refused: $(tail -n 1 "$T/out.txt")"
+        else
+            expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/$label"
+            for _ in $(seq 50); do grep -q 'py::work' "$T/$label/perf-$SVC_PID.map" 2>/dev/null && break; sleep 0.1; done
+            grep -q 'py::work' "$T/$label/perf-$SVC_PID.map" || die_test "$label: no py::work after attaching"
+            expect_rc 0 "$W" detach "$SVC_PID"
+            out=$("$W" --pid "$SVC_PID" status 2>&1)
+            grep -q 'profiling off' <<<"$out" || die_test "$label: after detach: $out"
+            echo "$label: attached, named, detached"
+            n=$((n + 1))
+        fi
+        kill "$SVC_PID" 2>/dev/null || true
+        wait "$SVC_PID" 2>/dev/null || true
+    done <"$ROOT/build/interpreters.txt"
+    [ "$n" -gt 0 ] || skip_test "no CPython 3 in build/interpreters.txt"
 }
 
 # perf's build-id cache stays in the recording (not ~/.debug) unless
@@ -1329,7 +1440,7 @@ provision() {
     make -s -C "$ROOT" renderers >"$ART/renderers.log" 2>&1 || true
     local tpl="$ROOT/build/renderers/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html"
     if [ -f "$tpl" ]; then echo "$tpl" >"$ART/d3-template"; fi
-    make -s -C "$ROOT" lib >"$ART/build.log" 2>&1 || { cat "$ART/build.log"; echo "build failed"; }
+    make -s -C "$ROOT" lib attacher >"$ART/build.log" 2>&1 || { cat "$ART/build.log"; echo "build failed"; }
 }
 
 provision
@@ -1373,6 +1484,10 @@ run_test record_launcher
 run_test record_perf_options
 run_test record_pid
 run_test pid_status
+run_test attach
+run_test attach_refused
+run_test record_attach
+run_test attach_matrix
 run_test record_buildid_cache
 run_test record_exit_and_settings
 run_test record_gone_dump
