@@ -79,17 +79,23 @@ static void assert_dump(const char *path, size_t loads, size_t closes)
     pi_jdc_report_free(&report);
 }
 
+/* The real slot image, and both outputs open for process `pid`. */
+static struct pi_slot_image image;
+static struct pi_unwind_sizes unwind;
+static void open_both(struct pi_backends *b, long pid)
+{
+    assert_int_equal(pi_slot_image_build(&image, &unwind), 0);
+    struct pi_config cfg = config(1, 1);
+    char err[512];
+    assert_int_equal(pi_backends_open(b, &cfg, pid, err, sizeof err), 0);
+    assert_int_equal(b->n, 2);
+}
+
 static void test_both_outputs_get_every_trampoline(void **state)
 {
     (void)state;
-    struct pi_slot_image image;
-    struct pi_unwind_sizes unwind;
-    assert_int_equal(pi_slot_image_build(&image, &unwind), 0);
-    struct pi_config cfg = config(1, 1);
     struct pi_backends b;
-    char err[512];
-    assert_int_equal(pi_backends_open(&b, &cfg, 4101, err, sizeof err), 0);
-    assert_int_equal(b.n, 2);
+    open_both(&b, 4101);
     for (uint64_t i = 1; i <= 3; i++) {
         struct pi_tramp_info t = tramp(&image, &unwind, i);
         pi_backends_announce(&b, &t);
@@ -144,13 +150,8 @@ static void test_unusable_directory_gives_the_reason(void **state)
 static void test_a_failed_output_stops_alone(void **state)
 {
     (void)state;
-    struct pi_slot_image image;
-    struct pi_unwind_sizes unwind;
-    assert_int_equal(pi_slot_image_build(&image, &unwind), 0);
-    struct pi_config cfg = config(1, 1);
     struct pi_backends b;
-    char err[512];
-    assert_int_equal(pi_backends_open(&b, &cfg, 4105, err, sizeof err), 0);
+    open_both(&b, 4105);
     close(b.perfmap.fd); /* the program closed the map's descriptor */
     struct pi_tramp_info t = tramp(&image, &unwind, 1);
     pi_backends_announce(&b, &t);
