@@ -1382,23 +1382,118 @@ require_python_process() {
         die "process $pid ($exe) is not a Python process"
 }
 
+# The CPython version of process PID (3.X), from the files it mapped, or "".
+process_python_version() {
+    grep -oE '/(lib)?python3\.[0-9]+' "/proc/$1/maps" 2>/dev/null | head -n 1 | sed 's|.*python||'
+}
+
+# The command that runs process PID's own interpreter here: its executable,
+# or, when it runs through a loader (ld.so --library-path ... python3.X), the
+# loader with its options and the interpreter's path. Fails in another
+# mount namespace (its files are not ours to run).
+OWN_INTERPRETER=()
+own_interpreter() {
+    local pid=$1 exe i
+    [ "$(stat -L -c %d:%i /proc/self/ns/mnt)" = "$(stat -L -c %d:%i "/proc/$pid/ns/mnt" 2>/dev/null)" ] || return 1
+    exe=$(readlink -- "/proc/$pid/exe" 2>/dev/null) || return 1
+    OWN_INTERPRETER=("$exe")
+    if [[ ${exe##*/} == ld-* ]]; then
+        local -a args=()
+        mapfile -d '' -t args <"/proc/$pid/cmdline"
+        OWN_INTERPRETER=("${args[0]}")
+        for ((i = 1; i < ${#args[@]}; i++)); do
+            OWN_INTERPRETER+=("${args[i]}")
+            case "${args[i]}" in
+            --library-path | --argv0 | --preload | --audit | --inhibit-rpath | --glibc-hwcaps-mask | --glibc-hwcaps-prepend)
+                i=$((i + 1)); OWN_INTERPRETER+=("${args[i]}") ;;
+            --*) ;;
+            *) break ;; # the interpreter's path
+            esac
+        done
+    fi
+    [ -x "${OWN_INTERPRETER[0]}" ]
+}
+
+# Why a 3.14+ process refuses PEP 768's remote execution, or "".
+remote_debug_disabled() {
+    local pid=$1 arg prev=""
+    [ -z "$(process_env "$pid" PYTHON_DISABLE_REMOTE_DEBUG)" ] || { echo "PYTHON_DISABLE_REMOTE_DEBUG is set in it"; return; }
+    while IFS= read -r -d '' arg; do
+        if [ "$arg" = "-Xdisable-remote-debug" ] || { [ "$prev" = -X ] && [ "$arg" = disable-remote-debug ]; }; then
+            echo "it was started with -X disable-remote-debug"
+            return
+        fi
+        prev=$arg
+    done <"/proc/$pid/cmdline"
+}
+
+# CPython 3.14+: the library goes in through PEP 768's remote execution,
+# which the process's own interpreter asks for (sys.remote_exec). Prints
+# "RC<TAB>WHY" as pyperf-attach does; returns 1 (with nothing printed) when
+# this way is not open here, 2 with the reason printed when the process
+# refuses.
+attach_remote_exec() {
+    local pid=$1 inside=$2 settings=$3 tag files asked
+    own_interpreter "$pid" || return 1
+    tag="/tmp/pyperf-attach-$pid-$$"
+    files=("$tag.settings" "$tag.result" "$tag.py")
+    rm -f -- "${files[@]}"
+    printf '%s\n' "$settings" >"$tag.settings"
+    asked=$(env -u LD_PRELOAD "${OWN_INTERPRETER[@]}" -I -B "$(find_helper remote_attach.py)" \
+        "$pid" "$inside" "$tag.settings" "$tag.result" "$tag.py" 2>&1)
+    if [ "$asked" != asked ]; then
+        rm -f -- "${files[@]}"
+        printf '%s\n' "${asked#refused: }"
+        return 2
+    fi
+    chmod 0644 "$tag.py"
+    local _
+    for _ in $(seq 100); do [ -s "$tag.result" ] && break; sleep 0.1; done
+    if [ -s "$tag.result" ]; then
+        head -n 1 -- "$tag.result"
+    else
+        printf '3\tasked with sys.remote_exec; the main thread runs it at its next safe point\n'
+    fi
+    rm -f -- "${files[@]}"
+}
+
 # Attaches to PID with its files in DIR (as it sees it). Prints the result
 # code of pyperfinject_attach (0 installed, 1 already on, 2 switched on, 3
 # waiting for the main thread); dies with the reason when it failed.
 attach_process() {
-    local pid=$1 dir=$2 lib attacher inside settings out rc
+    local pid=$1 dir=$2 lib inside settings out rc version how=""
     lib=$(find_lib)
-    attacher=$(find_attacher)
     inside=$(library_for_process "$pid" "$lib")
     settings=$(env | grep '^PYPERFINJECT_' | grep -vE '^PYPERFINJECT_(DIR|LIB)=' || true)
     settings+=$'\n'"PYPERFINJECT_DIR=$dir"
-    out=$(env -u LD_PRELOAD "$attacher" "$pid" "$inside" "$settings" 2>&1) ||
-        die "could not attach to process $pid: ${out#*$'\t'}" "(process $pid was not changed)"
+    version=$(process_python_version "$pid")
+    if [ -n "$version" ] && [ "${version#*.}" -ge 14 ]; then
+        # PEP 768: the interpreter's own way in. It respects the process's
+        # choice to refuse it, and so does pyperf-run.
+        local off
+        off=$(remote_debug_disabled "$pid")
+        [ -z "$off" ] ||
+            die "process $pid (CPython $version) refuses remote debugging: $off" \
+                "(restart it without that, or with the library: pyperf-run -- COMMAND)"
+        local rrc=0
+        out=$(attach_remote_exec "$pid" "$inside" "$settings") || rrc=$?
+        case "$rrc" in
+        0) how="sys.remote_exec" ;;
+        2) die "process $pid (CPython $version) refused sys.remote_exec: $out" ;;
+        *) note "process $pid runs in another mount namespace: attaching with ptrace instead of sys.remote_exec" ;;
+        esac
+    fi
+    if [ -z "$how" ]; then
+        out=$(env -u LD_PRELOAD "$(find_attacher)" "$pid" "$inside" "$settings" 2>&1) ||
+            die "could not attach to process $pid: ${out#*$'\t'}" "(process $pid was not changed)"
+        how="ptrace"
+    fi
     rc=${out%%$'\t'*}
     case "$rc" in
     0 | 1 | 2 | 3) ;;
     *) die "could not attach to process $pid: ${out#*$'\t'}" ;;
     esac
+    [ "$rc" = 1 ] || note "process $pid: attached with $how: ${out#*$'\t'}"
     if [ "$rc" = 3 ]; then
         # Installed by the main thread at its next Python step.
         local state="" _

@@ -715,6 +715,29 @@ test_attach_refused() {
     ! grep -q libpyperfinject "/proc/$SVC_PID/maps" || die_test "the library was loaded anyway"
 }
 
+# CPython 3.14+ processes that refuse remote debugging are not attached.
+test_attach_remote_debug_off() {
+    [ -f "$ROOT/build/interpreters.txt" ] || skip_test "no build/interpreters.txt"
+    local label cmd kind found=""
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in sid | sid-dbg | pyenv | debian) ;; *) continue ;; esac
+        if "$cmd" -c 'import sys; sys.exit(sys.version_info < (3, 14))' 2>/dev/null; then found=$cmd; break; fi
+    done <"$ROOT/build/interpreters.txt"
+    [ -n "$found" ] || skip_test "no CPython 3.14+ in build/interpreters.txt"
+    PYTHON_DISABLE_REMOTE_DEBUG=1 start_service "$found"
+    expect_rc 125 "$W" attach "$SVC_PID"
+    expect_out "refuses remote debugging: PYTHON_DISABLE_REMOTE_DEBUG is set in it"
+    ! grep -q libpyperfinject "/proc/$SVC_PID/maps" || die_test "the library was loaded anyway"
+    kill "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    "$found" -X disable-remote-debug "$HERE/service.py" 60 >"$T/service.pid" &
+    SVC_PID=$!
+    for _ in $(seq 100); do [ -s "$T/service.pid" ] && break; sleep 0.05; done
+    expect_rc 125 "$W" attach "$SVC_PID"
+    expect_out "refuses remote debugging: it was started with -X disable-remote-debug"
+    kill "$SVC_PID"
+}
+
 # record --pid on a process without the library: attached for the
 # recording, its Python functions named, switched off again after it.
 test_record_attach() {
@@ -745,12 +768,14 @@ test_attach_matrix() {
             echo "$label: refused: $(tail -n 1 "$T/out.txt")"
         else
             expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/$label"
-            for _ in $(seq 50); do grep -q 'py::work' "$T/$label/perf-$SVC_PID.map" 2>/dev/null && break; sleep 0.1; done
+            local way=ptrace
+            if "$cmd" -c 'import sys; sys.exit(sys.version_info < (3, 14))' 2>/dev/null; then way=sys.remote_exec; fi
+            expect_out "attached with $way"
             grep -q 'py::work' "$T/$label/perf-$SVC_PID.map" || die_test "$label: no py::work after attaching"
             expect_rc 0 "$W" detach "$SVC_PID"
             out=$("$W" --pid "$SVC_PID" status 2>&1)
             grep -q 'profiling off' <<<"$out" || die_test "$label: after detach: $out"
-            echo "$label: attached, named, detached"
+            echo "$label: attached with $way, named, detached"
             n=$((n + 1))
         fi
         kill "$SVC_PID" 2>/dev/null || true
@@ -1488,6 +1513,7 @@ run_test attach
 run_test attach_refused
 run_test record_attach
 run_test attach_matrix
+run_test attach_remote_debug_off
 run_test record_buildid_cache
 run_test record_exit_and_settings
 run_test record_gone_dump
