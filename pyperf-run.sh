@@ -1433,28 +1433,36 @@ remote_debug_disabled() {
 # this way is not open here, 2 with the reason printed when the process
 # refuses.
 attach_remote_exec() {
-    local pid=$1 inside=$2 settings=$3 tag files asked
+    local pid=$1 inside=$2 settings=$3 tag asked pending
     own_interpreter "$pid" || return 1
+    # The script removes itself when it has run (remote_attach.py): one that
+    # is still there is an earlier request the main thread has not reached.
+    pending=$(compgen -G "/tmp/pyperf-attach-$pid-*.py" | head -n 1 || true)
+    if [ -n "$pending" ]; then
+        printf '3\tan earlier sys.remote_exec request (%s) waits for the main thread to run Python\n' "$pending"
+        return 0
+    fi
     tag="/tmp/pyperf-attach-$pid-$$"
-    files=("$tag.settings" "$tag.result" "$tag.py")
-    rm -f -- "${files[@]}"
+    rm -f -- "$tag.settings" "$tag.result" "$tag.py"
     printf '%s\n' "$settings" >"$tag.settings"
+    chmod 0644 "$tag.settings"
     asked=$(env -u LD_PRELOAD "${OWN_INTERPRETER[@]}" -I -B "$(find_helper remote_attach.py)" \
         "$pid" "$inside" "$tag.settings" "$tag.result" "$tag.py" 2>&1)
     if [ "$asked" != asked ]; then
-        rm -f -- "${files[@]}"
+        rm -f -- "$tag.settings" "$tag.result" "$tag.py"
         printf '%s\n' "${asked#refused: }"
         return 2
     fi
-    chmod 0644 "$tag.py"
     local _
-    for _ in $(seq 100); do [ -s "$tag.result" ] && break; sleep 0.1; done
+    for _ in $(seq 50); do [ -s "$tag.result" ] && break; sleep 0.1; done
     if [ -s "$tag.result" ]; then
         head -n 1 -- "$tag.result"
+        rm -f -- "$tag.result"
     else
-        printf '3\tasked with sys.remote_exec; the main thread runs it at its next safe point\n'
+        # Never removed here: CPython would raise in the program if its
+        # script were gone when the main thread gets to it.
+        printf '3\tasked with sys.remote_exec; the main thread runs %s at its next Python step\n' "$tag.py"
     fi
-    rm -f -- "${files[@]}"
 }
 
 # Attaches to PID with its files in DIR (as it sees it). Prints the result
@@ -1526,7 +1534,8 @@ cmd_attach() {
     case "$rc" in
     1) note "process $pid: already attached, profiling is on (nothing done)"; return 0 ;;
     2) note "process $pid: already attached; profiling was off and is switched on" ;;
-    *) note "attached to process $pid: Python functions it calls from now on are named in $dir/perf-<pid>.map and $dir/jit-<pid>.dump (<pid> as the process sees itself)" ;;
+    *) note "attached to process $pid: Python functions it calls from now on are named in $dir/perf-<pid>.map and $dir/jit-<pid>.dump (<pid> as the process sees itself)"
+       note "functions that were already running (its main loop, <module>) stay unnamed until they are called again" ;;
     esac
     note "record it: pyperf-run record --pid $pid; switch off: pyperf-run detach $pid"
 }

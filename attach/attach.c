@@ -26,8 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { WHY_LEN = 512, WAIT_FOR_THREAD_MS = 5000 };
-enum { ATTACH_FROM_OUTSIDE = 1 }; /* PYPERFINJECT_ATTACH_FROM_OUTSIDE (pyperfinject.h) */
+enum { WHY_LEN = 512, WAIT_FOR_THREAD_MS = 5000, SECOND_CHOICE_AFTER_MS = 250 };
+/* PYPERFINJECT_ATTACH_FROM_OUTSIDE and _WAITING_THREAD (pyperfinject.h). */
+enum { ATTACH_FROM_OUTSIDE = 1, ATTACH_WAITING_THREAD = 2 };
 
 static int fail(const char *fmt, const char *a, const char *b)
 {
@@ -91,8 +92,8 @@ static int may_borrow(const struct pa_thread *t, const char *maps, const char *e
 }
 
 /* Stops a thread of pid that may be borrowed (safepoint.h), waiting for one
- * up to WAIT_FOR_THREAD_MS: for the first second only threads that wait in
- * a safe system call. 0, or -1 with *why. */
+ * up to WAIT_FOR_THREAD_MS: for the first SECOND_CHOICE_AFTER_MS only
+ * threads that wait in a safe system call. 0, or -1 with *why. */
 static int borrow_thread(int pid, const char *maps, struct pa_thread *t, const char **why)
 {
     char dir[64], exe[4096] = "", link[64];
@@ -104,7 +105,7 @@ static int borrow_thread(int pid, const char *maps, struct pa_thread *t, const c
            "(sleep, select/poll/epoll, accept, read, wait), nor runs the interpreter's own "
            "code, within 5 s; try again";
     for (int waited = 0; waited < WAIT_FOR_THREAD_MS; waited += 20) {
-        int second = waited >= 1000;
+        int second = waited >= SECOND_CHOICE_AFTER_MS;
         DIR *d = opendir(dir);
         if (d == NULL)
             return *why = "the process is gone", -1;
@@ -214,9 +215,13 @@ int main(int argc, char **argv)
             memcpy(data, settings, slen);
             memset(data + slen, 0, WHY_LEN);
             uint64_t at = pa_thread_data_at(&t, slen + WHY_LEN);
-            /* From a borrowed thread the install always goes to the main
-             * thread: this one may be anywhere in the interpreter. */
-            uint64_t args[4] = {at, ATTACH_FROM_OUTSIDE, at + slen, WHY_LEN};
+            /* A thread waiting in a system call is outside the interpreter
+             * and may take the GIL to install at once; one stopped in the
+             * interpreter's code hands the install to the main thread. */
+            uint64_t flags = ATTACH_FROM_OUTSIDE;
+            if (pa_safe_syscall(pa_native_arch(), t.syscall_nr))
+                flags |= ATTACH_WAITING_THREAD;
+            uint64_t args[4] = {at, flags, at + slen, WHY_LEN};
             if (pa_thread_call(&t, fn, args, 4, data, slen + WHY_LEN, &rc) != 0 ||
                 pa_thread_read(&t, at + slen, out, WHY_LEN) != 0)
                 status = fail("the borrowed thread did not return from pyperfinject_attach%s%s",

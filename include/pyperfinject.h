@@ -50,15 +50,19 @@ int pyperfinject_state(void);
  * it had been preloaded (pyperf-run attach loads the library and calls
  * this). settings: "NAME=VALUE" lines of PYPERFINJECT_* variables, or NULL
  * for the defaults (the process's environment is not read). Called with the
- * GIL (from Python through ctypes.PyDLL) it installs at once; without it, or
- * with PYPERFINJECT_ATTACH_FROM_OUTSIDE in flags (a thread borrowed by a
- * debugger-like tool, which may be anywhere in the interpreter), the main
- * thread installs it at its next Python step (a pending call). Returns 0
- * installed, 1 already attached and on (nothing done), 2 already attached
- * and off (switched on), 3 scheduled on the main thread, -1 failed: nothing
- * changed. A line saying what happened goes to why (whylen bytes; may be
- * NULL). Since PYPERFINJECT_API_VERSION 2. */
+ * GIL (from Python through ctypes.PyDLL) it installs at once. flags, for a
+ * thread borrowed by a debugger-like tool: PYPERFINJECT_ATTACH_FROM_OUTSIDE
+ * (it may be stopped anywhere in the interpreter: the main thread installs
+ * it at its next Python step, a pending call), or that and
+ * PYPERFINJECT_ATTACH_WAITING_THREAD (it waits in a blocking system call,
+ * outside the interpreter: it takes the GIL with PyGILState_Ensure and
+ * installs at once, as a C callback may). Without the GIL and without
+ * flags: the pending call. Returns 0 installed, 1 already attached and on
+ * (nothing done), 2 already attached and off (switched on), 3 scheduled on
+ * the main thread, -1 failed: nothing changed. A line saying what happened
+ * goes to why (whylen bytes; may be NULL). Since PYPERFINJECT_API_VERSION 2. */
 #define PYPERFINJECT_ATTACH_FROM_OUTSIDE 1
+#define PYPERFINJECT_ATTACH_WAITING_THREAD 2
 int pyperfinject_attach(const char *settings, int flags, char *why, unsigned long whylen);
 
 /* Makes the files durable (fdatasync). Entries are always handed to the

@@ -40,7 +40,11 @@ API int pyperfinject_attach(const char *settings, int flags, char *why, unsigned
     char scratch[256];
     if (why == NULL || whylen == 0)
         why = scratch, whylen = sizeof scratch;
-    return pi_attach_running(settings, (flags & PYPERFINJECT_ATTACH_FROM_OUTSIDE) != 0, why, whylen);
+    enum pi_attach_caller caller = PI_CALLER_PYTHON;
+    if (flags & PYPERFINJECT_ATTACH_FROM_OUTSIDE)
+        caller = flags & PYPERFINJECT_ATTACH_WAITING_THREAD ? PI_CALLER_WAITING_THREAD
+                                                            : PI_CALLER_ANYWHERE;
+    return pi_attach_running(settings, caller, why, whylen);
 }
 
 API int pyperfinject_flush(void)

@@ -387,7 +387,8 @@ static int install_pending(void *arg)
     return 0; /* never an exception of ours in the program */
 }
 
-int pi_attach_running(const char *settings, int from_outside, char *why, size_t whylen)
+int pi_attach_running(const char *settings, enum pi_attach_caller caller, char *why,
+                      size_t whylen)
 {
     struct pi_state *s = &pi_state;
     snprintf(why, whylen, "ok");
@@ -430,8 +431,17 @@ int pi_attach_running(const char *settings, int from_outside, char *why, size_t 
     pthread_mutex_unlock(&attach_lock);
     if (prepared != 0)
         return PI_ATTACH_FAILED; /* nothing was installed */
-    if (!from_outside && (attach_facts.wait == PI_WAIT_WATCHER || s->py.GILStateCheck())) {
-        if (install_running(s, &attach_facts, why, whylen) == 0)
+    int now = caller == PI_CALLER_WAITING_THREAD ||
+              (caller == PI_CALLER_PYTHON &&
+               (attach_facts.wait == PI_WAIT_WATCHER || s->py.GILStateCheck()));
+    if (now) {
+        /* A borrowed thread blocked outside the interpreter takes the GIL
+         * as a C library's callback would; a Python caller holds it. */
+        int gil = caller == PI_CALLER_WAITING_THREAD ? s->py.GILStateEnsure() : 0;
+        int installed = install_running(s, &attach_facts, why, whylen) == 0;
+        if (caller == PI_CALLER_WAITING_THREAD)
+            s->py.GILStateRelease(gil);
+        if (installed)
             return PI_ATTACHED;
     } else if (s->py.AddPendingCall(install_pending, NULL) == 0) {
         snprintf(why, whylen, "the main thread installs it at its next Python step");

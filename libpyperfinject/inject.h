@@ -16,12 +16,21 @@ enum pi_attach_result {
     PI_ATTACH_FAILED = -1,     /* nothing changed; the reason is in why */
 };
 
+/* Who calls pi_attach_running, which decides where the install runs. */
+enum pi_attach_caller {
+    PI_CALLER_PYTHON,         /* code of the program's: with the GIL, at once */
+    PI_CALLER_WAITING_THREAD, /* a borrowed thread in a blocking system call:
+                                 PyGILState_Ensure, then at once */
+    PI_CALLER_ANYWHERE,       /* a borrowed thread stopped anywhere: the main
+                                 thread's pending call */
+};
+
 /* Loaded into a running interpreter: installs the library there as if it
  * had been preloaded. settings: "NAME=VALUE" lines of PYPERFINJECT_*
- * variables (the process's environment is not read). Without the GIL, or
- * from_outside (a thread borrowed by pyperf-attach, stopped anywhere), the
- * install goes to the main thread as a pending call. Never raises a Python
+ * variables (the process's environment is not read). A Python caller
+ * without the GIL gets the pending call too. Never raises a Python
  * exception. why: a line for the caller. */
-int pi_attach_running(const char *settings, int from_outside, char *why, size_t whylen);
+int pi_attach_running(const char *settings, enum pi_attach_caller caller, char *why,
+                      size_t whylen);
 
 #endif

@@ -43,6 +43,8 @@ static const struct symbol symbols[] = {
     {F(ExcRecursionError), {"PyExc_RecursionError"}, 6, 99},
     {F(AddPendingCall), {"Py_AddPendingCall"}, 6, 99},
     {F(GILStateCheck), {"PyGILState_Check"}, 6, 99},
+    {F(GILStateEnsure), {"PyGILState_Ensure"}, 6, 99},
+    {F(GILStateRelease), {"PyGILState_Release"}, 6, 99},
     {F(SysGetObject), {"PySys_GetObject"}, 6, 99},
     {F(SysSetObject), {"PySys_SetObject"}, 6, 99},
     {F(CFunctionNewEx), {"PyCFunction_NewEx"}, 6, 99},

@@ -41,6 +41,8 @@ struct pi_py {
     pi_pyobj **ExcRecursionError;                      /* &PyExc_RecursionError */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
     int (*GILStateCheck)(void);                        /* 1: this thread holds the GIL */
+    int (*GILStateEnsure)(void);                       /* PyGILState_STATE, an enum */
+    void (*GILStateRelease)(int state);
     pi_pyobj *(*SysGetObject)(const char *name);                  /* borrowed */
     int (*SysSetObject)(const char *name, pi_pyobj *value);
     pi_pyobj *(*CFunctionNewEx)(void *methoddef, pi_pyobj *self, pi_pyobj *module);

@@ -8,14 +8,17 @@ SCRIPT_FILE (a path the target can read), and asks the target to run it at
 its next safe point with sys.remote_exec. Run there, in the main thread with
 the GIL, the copy loads LIBRARY (ctypes.PyDLL: the GIL stays held) and calls
 pyperfinject_attach, which installs at once, and writes "RC<TAB>WHY" to
-RESULT_FILE. This process only asks; pyperf-run waits for RESULT_FILE.
+RESULT_FILE, then removes itself and SETTINGS_FILE: CPython opens the
+script only when its main thread gets to it, which may be long after
+pyperf-run stopped waiting, and raises in the program if it is gone then.
+This process only asks; pyperf-run waits for RESULT_FILE.
 Prints one line: "asked", or "refused: REASON" (remote debugging disabled in
 the target or this build, no permission) with exit status 1.
 """
 import json
 import sys
 
-PARAMS = None  # set in the copy the target runs: {"library", "settings", "result"}
+PARAMS = None  # set in the copy the target runs: {"library", "settings", "result", "remove"}
 
 
 def attach_here(params):
@@ -28,8 +31,17 @@ def attach_here(params):
         line = "%d\t%s\n" % (rc, why.value.decode("utf-8", "replace"))
     except Exception as e:  # never an exception of ours in the program
         line = "-1\t%s: %s\n" % (type(e).__name__, e)
-    with open(params["result"], "w") as f:
-        f.write(line)
+    try:
+        with open(params["result"], "w") as f:
+            f.write(line)
+    except OSError:
+        pass
+    import os
+    for path in params["remove"]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def ask(pid, library, settings_file, result, script):
@@ -37,7 +49,8 @@ def ask(pid, library, settings_file, result, script):
         settings = f.read()
     with open(__file__) as f:
         source = f.read()
-    params = {"library": library, "settings": settings, "result": result}
+    params = {"library": library, "settings": settings, "result": result,
+              "remove": [script, settings_file]}
     filled = source.replace("PARAMS = None  # set in the copy", "PARAMS = %s  # set in the copy" %
                             json.dumps(params), 1)
     with open(script, "w") as f:

@@ -715,6 +715,71 @@ test_attach_refused() {
     ! grep -q libpyperfinject "/proc/$SVC_PID/maps" || die_test "the library was loaded anyway"
 }
 
+# attach/detach cycles against a 16-thread program that allocates, imports,
+# forks and makes functions the whole time (tests/wrapper/stress.py): every
+# cycle bounded by a timeout, the program's output and status unchanged.
+# 200 cycles (40 under a sanitizer, whose runtime slows every step).
+# STRESS_PY CYCLES: attach/detach cycles on runs of stress.py until CYCLES
+# cycles were made; dies on a crash, a hang, or a changed output.
+stress_cycles() {
+    local py=$1 want=$2 cycles=0 runs=0 hung=0 expected rc drc out slowest=0 t0 t1 pid
+    rm -rf "$T/mods0" && mkdir "$T/mods0"
+    expected=$("$py" "$HERE/stress.py" "$T/mods0" 3000) || die_test "stress.py fails without the library"
+    while [ "$cycles" -lt "$want" ]; do
+        runs=$((runs + 1))
+        rm -rf "$T/mods" "$T/files"
+        mkdir "$T/mods" "$T/files"
+        "$py" "$HERE/stress.py" "$T/mods" 3000 >"$T/stress.out" 2>"$T/stress.err" &
+        pid=$!
+        sleep 0.3
+        while kill -0 "$pid" 2>/dev/null && [ "$cycles" -lt "$want" ]; do
+            t0=$(date +%s%N)
+            rc=0
+            timeout 30 "$W" attach "$pid" --dir "$T/files" >"$T/a.txt" 2>&1 || rc=$?
+            [ "$rc" -ne 124 ] || hung=$((hung + 1))
+            drc=0
+            timeout 30 "$W" detach "$pid" >"$T/d.txt" 2>&1 || drc=$?
+            [ "$drc" -ne 124 ] || hung=$((hung + 1))
+            t1=$(date +%s%N)
+            [ $(((t1 - t0) / 1000000)) -le "$slowest" ] || slowest=$(((t1 - t0) / 1000000))
+            # A cycle counts when the process was still there to be attached.
+            if [ "$rc" -eq 0 ]; then
+                cycles=$((cycles + 1))
+            elif kill -0 "$pid" 2>/dev/null; then
+                cat "$T/a.txt"
+                die_test "$py: attach failed on a running process (cycle $cycles)"
+            fi
+        done
+        rc=0
+        wait "$pid" || rc=$?
+        out=$(cat "$T/stress.out")
+        [ "$rc" -eq 0 ] || die_test "$py run $runs: exit status $rc after $cycles cycles: $(tail -c 300 "$T/stress.err")"
+        [ "$out" = "$expected" ] || die_test "$py run $runs: output '$out', without the library '$expected'"
+        [ ! -s "$T/stress.err" ] || die_test "$py run $runs: stderr: $(head -c 300 "$T/stress.err")"
+    done
+    [ "$hung" -eq 0 ] || die_test "$py: $hung attach or detach calls hung (30 s)"
+    echo "$py: $cycles attach/detach cycles over $runs runs of stress.py: 0 crashes, 0 hangs, same output; slowest cycle $slowest ms"
+}
+
+# attach/detach cycles against a 16-thread program that allocates, imports,
+# forks and makes functions the whole time (tests/wrapper/stress.py): every
+# cycle bounded by a timeout, the program's output and status unchanged.
+# 200 cycles with ptrace (40 under a sanitizer, whose runtime slows every
+# step), and 40 through sys.remote_exec on a CPython 3.14+ when there is one.
+test_attach_stress() {
+    local want=200 label cmd kind
+    [ -z "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ] || want=40
+    stress_cycles "$(default_python)" "$want"
+    [ -f "$ROOT/build/interpreters.txt" ] || return 0
+    while IFS=$'\t' read -r label cmd kind; do
+        case "$kind" in sid | pyenv) ;; *) continue ;; esac
+        if "$cmd" -c 'import sys; sys.exit(sys.version_info < (3, 14))' 2>/dev/null; then
+            stress_cycles "$cmd" 40
+            return 0
+        fi
+    done <"$ROOT/build/interpreters.txt"
+}
+
 # CPython 3.14+ processes that refuse remote debugging are not attached.
 test_attach_remote_debug_off() {
     [ -f "$ROOT/build/interpreters.txt" ] || skip_test "no build/interpreters.txt"
@@ -775,6 +840,9 @@ test_attach_matrix() {
             expect_rc 0 "$W" detach "$SVC_PID"
             out=$("$W" --pid "$SVC_PID" status 2>&1)
             grep -q 'profiling off' <<<"$out" || die_test "$label: after detach: $out"
+            # remote_attach.py removes its copy and settings once it has run.
+            ! compgen -G "/tmp/pyperf-attach-$SVC_PID-*" >/dev/null ||
+                die_test "$label: sys.remote_exec's files were left in /tmp"
             echo "$label: attached with $way, named, detached"
             n=$((n + 1))
         fi
@@ -1514,6 +1582,7 @@ run_test attach_refused
 run_test record_attach
 run_test attach_matrix
 run_test attach_remote_debug_off
+run_test attach_stress
 run_test record_buildid_cache
 run_test record_exit_and_settings
 run_test record_gone_dump
