@@ -715,10 +715,6 @@ test_attach_refused() {
     ! grep -q libpyperfinject "/proc/$SVC_PID/maps" || die_test "the library was loaded anyway"
 }
 
-# attach/detach cycles against a 16-thread program that allocates, imports,
-# forks and makes functions the whole time (tests/wrapper/stress.py): every
-# cycle bounded by a timeout, the program's output and status unchanged.
-# 200 cycles (40 under a sanitizer, whose runtime slows every step).
 # STRESS_PY CYCLES: attach/detach cycles on runs of stress.py until CYCLES
 # cycles were made; dies on a crash, a hang, or a changed output.
 stress_cycles() {
@@ -815,39 +811,78 @@ test_record_attach() {
     grep -q 'py::work' "$T/rec/perf-$SVC_PID.map" || die_test "the recording has no py::work"
     expect_rc 0 "$W" report "$T/rec" --top
     expect_out "work  .*service.py:"
+    local chains
+    chains=$(chains_through_handle "$T/rec") || die_test "report --folded failed"
+    # shellcheck disable=SC2086 # two numbers
+    at_least_90_percent $chains ||
+        die_test "$chains samples in py::work run from _start through py::handle (want 90%)"
     expect_rc 0 "$W" --pid "$SVC_PID" status
     expect_out "profiling off"
 }
 
-# attach on every CPython of the matrix (x86-64), and 2.7 refused.
+# NAMED ALL: a sample count that is at least 90% of another, and not 0.
+at_least_90_percent() { [ "$1" -gt 0 ] && [ $(($1 * 100)) -ge $(($2 * 90)) ]; }
+
+# Of the samples in py::work in recording DIR, "NAMED ALL": how many run
+# from the process's first frame (_start) through py::handle (called after
+# the attach) into py::work, and how many there are.
+chains_through_handle() {
+    "$W" report "$1" --folded "$T/folded.txt" --native >/dev/null 2>&1 || return 1
+    awk '/py::work:/ { n += $NF; if ($0 ~ /^(_start|__libc_start_call_main|Py_BytesMain)/ && $0 ~ /py::handle:[^;]*;.*py::work:/) w += $NF }
+        END { print w + 0, n + 0 }' "$T/folded.txt"
+}
+
+# attach on every CPython of the matrix (x86-64), 2.7 refused: a service
+# started without the library, recorded with record --pid after 1 s (which
+# attaches and switches off after); its new functions named, perf's DWARF
+# chains from _start through them; attach again and detach; the service's
+# output and exit status as without any of it.
 test_attach_matrix() {
     [ -f "$ROOT/build/interpreters.txt" ] || skip_test "no build/interpreters.txt"
-    local label cmd kind n=0 out
+    perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null || skip_test "perf cannot record here"
+    local label cmd kind n=0 out rc chains
     while IFS=$'\t' read -r label cmd kind; do
         case "$kind" in pyenv | debian | debian-dbg | sid | sid-dbg) ;; *) continue ;; esac
-        mkdir -p "$T/$label"
-        start_service "$cmd"
+        rm -f "$T/stop"
+        "$cmd" "$HERE/service.py" 120 "$T/stop" >"$T/service.pid" 2>"$T/service.err" &
+        SVC_PID=$!
+        # shellcheck disable=SC2064 # expand now
+        trap "kill $SVC_PID 2>/dev/null || true" EXIT
+        sleep 1
         if "$cmd" -c 'import sys; sys.exit(sys.version_info[0] != 2)' 2>/dev/null; then
-            expect_rc 125 "$W" attach "$SVC_PID" --dir "$T/$label"
+            expect_rc 125 "$W" attach "$SVC_PID"
             expect_out "runs Python 2, which the library does not serve"
             echo "$label: refused: $(tail -n 1 "$T/out.txt")"
-        else
-            expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/$label"
-            local way=ptrace
-            if "$cmd" -c 'import sys; sys.exit(sys.version_info < (3, 14))' 2>/dev/null; then way=sys.remote_exec; fi
-            expect_out "attached with $way"
-            grep -q 'py::work' "$T/$label/perf-$SVC_PID.map" || die_test "$label: no py::work after attaching"
-            expect_rc 0 "$W" detach "$SVC_PID"
-            out=$("$W" --pid "$SVC_PID" status 2>&1)
-            grep -q 'profiling off' <<<"$out" || die_test "$label: after detach: $out"
-            # remote_attach.py removes its copy and settings once it has run.
-            ! compgen -G "/tmp/pyperf-attach-$SVC_PID-*" >/dev/null ||
-                die_test "$label: sys.remote_exec's files were left in /tmp"
-            echo "$label: attached with $way, named, detached"
-            n=$((n + 1))
+            touch "$T/stop"
+            wait "$SVC_PID" || true
+            continue
         fi
-        kill "$SVC_PID" 2>/dev/null || true
-        wait "$SVC_PID" 2>/dev/null || true
+        local way=ptrace
+        if "$cmd" -c 'import sys; sys.exit(sys.version_info < (3, 14))' 2>/dev/null; then way=sys.remote_exec; fi
+        expect_rc 0 "$W" record -o "$T/rec-$label" --pid "$SVC_PID" --seconds 1
+        expect_out "attached with $way"
+        grep -q 'py::work' "$T/rec-$label/perf-$SVC_PID.map" || die_test "$label: no py::work in the recording's map"
+        chains=$(chains_through_handle "$T/rec-$label") || die_test "$label: report --folded failed"
+        # shellcheck disable=SC2086 # two numbers
+        at_least_90_percent $chains ||
+            die_test "$label: $chains samples in py::work run from _start through py::handle (want 90%)"
+        out=$("$W" --pid "$SVC_PID" status 2>&1) || true
+        grep -q 'profiling off' <<<"$out" || die_test "$label: after the recording: $out"
+        expect_rc 0 "$W" attach "$SVC_PID"
+        expect_out "profiling was off and is switched on"
+        expect_rc 0 "$W" detach "$SVC_PID"
+        # remote_attach.py removes its copy and settings once it has run.
+        ! compgen -G "/tmp/pyperf-attach-$SVC_PID-*" >/dev/null ||
+            die_test "$label: sys.remote_exec's files were left in /tmp"
+        rc=0
+        touch "$T/stop"
+        wait "$SVC_PID" || rc=$?
+        if [ "$rc" -ne 0 ] || [ "$(tail -n 1 "$T/service.pid")" != "stopped cleanly" ]; then
+            die_test "$label: the service ended with status $rc: $(tail -n 1 "$T/service.pid")"
+        fi
+        [ ! -s "$T/service.err" ] || die_test "$label: the service wrote to stderr: $(head -c 300 "$T/service.err")"
+        echo "$label: attached with $way after 1 s; ${chains% *} of ${chains#* } py::work samples from _start through py::handle; detached, attached again, detached; exit 0, same output"
+        n=$((n + 1))
     done <"$ROOT/build/interpreters.txt"
     [ "$n" -gt 0 ] || skip_test "no CPython 3 in build/interpreters.txt"
 }
@@ -1545,8 +1580,10 @@ run_test() {
     shift 2 2>/dev/null || shift
     [ -z "$only" ] || [[ $label == *"$only"* ]] || return 0
     log="$ART/$label.log"
-    local start=$SECONDS
-    timeout 180 bash "$SELF" --one "$name" "$@" >"$log" 2>&1 || rc=$?
+    local start=$SECONDS limit=180
+    # Every interpreter of the matrix, or hundreds of cycles: longer.
+    case "$name" in attach_matrix | attach_stress) limit=600 ;; esac
+    timeout "$limit" bash "$SELF" --one "$name" "$@" >"$log" 2>&1 || rc=$?
     # Keep a failed test's files (recordings) for a look; drop the others'.
     if [ "$rc" -eq 0 ] || [ "$rc" -eq "$SKIP_RC" ]; then rm -rf "$ART/tmp.$name".*; fi
     if [ "$rc" -eq 0 ]; then

@@ -1,6 +1,8 @@
 """A service that already runs when pyperf-run attaches to it: prints its
 pid, then calls handle() (which calls work()) in a loop, sleeping between
-rounds as a server waits for requests. Usage: service.py [SECONDS]"""
+rounds as a server waits for requests, until SECONDS have passed or the
+file STOP exists; then it says so and exits 0.
+Usage: service.py [SECONDS [STOP]]"""
 import os
 import sys
 import time
@@ -16,11 +18,13 @@ def handle():
 
 def main():
     end = time.time() + (float(sys.argv[1]) if len(sys.argv) > 1 else 60)
+    stop = sys.argv[2] if len(sys.argv) > 2 else None
     sys.stdout.write("%d\n" % os.getpid())  # Python 2 too: it must be refused
     sys.stdout.flush()
-    while time.time() < end:
+    while time.time() < end and not (stop and os.path.exists(stop)):
         handle()
         time.sleep(0.005)
+    sys.stdout.write("stopped cleanly\n")
 
 
 main()
