@@ -1370,12 +1370,15 @@ require_python_process() {
     local pid=$1
     [[ $pid =~ ^[1-9][0-9]*$ ]] || usage_error "need a process id, not '$pid'"
     [ -d "/proc/$pid" ] || die "no process $pid"
+    ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null ||
+        die "process $pid is a zombie: it has exited, and its parent has not collected it yet"
     head -c 1 -- "/proc/$pid/maps" >/dev/null 2>&1 ||
         die "cannot read /proc/$pid/maps: process $pid belongs to another user (run as that user or root)"
     local exe
     exe=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
     case "${exe##*/}" in
     python2*) die "process $pid ($exe) runs Python 2, which the library does not serve" ;;
+    pypy*) die "process $pid ($exe) runs PyPy, not CPython: the library serves CPython only" ;;
     esac
     is_python_name "${exe% (deleted)}" || grep -qE '/libpython3\.[0-9]+' "/proc/$pid/maps" ||
         grep -qE '/python3\.[0-9]+[^/]*$' "/proc/$pid/maps" ||
@@ -1492,6 +1495,11 @@ attach_process() {
         esac
     fi
     if [ -z "$how" ]; then
+        local tracer
+        tracer=$(sed -n 's/^TracerPid:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null || true)
+        [ -z "$tracer" ] || [ "$tracer" = 0 ] ||
+            die "process $pid is being traced by process $tracer ($(cat "/proc/$tracer/comm" 2>/dev/null || echo '?')): a debugger or tracer; detach it first" \
+                "(process $pid was not changed)"
         out=$(env -u LD_PRELOAD "$(find_attacher)" "$pid" "$inside" "$settings" 2>&1) ||
             die "could not attach to process $pid: ${out#*$'\t'}" "(process $pid was not changed)"
         how="ptrace"

@@ -700,6 +700,28 @@ test_attach() {
     expect_out "attach: no PID"
     expect_rc 125 "$W" attach 1 --dir relative
     expect_out "must be absolute"
+    # A zombie (exited, not collected by its parent).
+    sh -c "$py -c pass & exec sleep 30" &
+    local parent=$! zombie=""
+    for _ in $(seq 100); do
+        zombie=$(pgrep -P "$parent" || true)
+        [ -n "$zombie" ] && grep -q '^State:[[:space:]]*Z' "/proc/$zombie/status" 2>/dev/null && break
+        sleep 0.05
+    done
+    expect_rc 125 "$W" attach "$zombie"
+    expect_out "is a zombie"
+    kill "$parent" 2>/dev/null || true
+    # A process another tracer holds: refused, and the tracer keeps it.
+    if has strace; then
+        strace -o /dev/null "$py" "$HERE/service.py" 30 >"$T/traced.pid" 2>/dev/null &
+        local tracer=$!
+        for _ in $(seq 100); do [ -s "$T/traced.pid" ] && break; sleep 0.05; done
+        expect_rc 125 "$W" attach "$(head -n 1 "$T/traced.pid")"
+        expect_out "is being traced by process $tracer \(strace\)"
+        kill "$tracer" 2>/dev/null || true
+    else
+        echo "strace is not installed: the traced case is not checked"
+    fi
 }
 
 # attach as a user who may not: one line with the cause, the process untouched.
