@@ -248,6 +248,38 @@ case_stop() {
     done
 }
 
+# A container started without the library, attached from the host: the
+# library is copied into its /tmp (it does not see the host's file), its
+# files go to the mounted /profile, and import pairs them with a host
+# recording as for a preloaded container. Functions called after the
+# attach (bar, foo) are named; main was already running.
+case_attach() {
+    local p pid nspid s n rc
+    p=$(profile_dir)
+    start_container pyperfinject-test-attach -v "$p:/profile" --entrypoint python3 "$APP" app.py 120
+    sleep 2
+    pid=$(podman inspect -f '{{.State.Pid}}' pyperfinject-test-attach)
+    "$W" attach "$pid" --dir /profile >"$T/attach.log" 2>&1 || { cat "$T/attach.log"; die_case "attach failed"; }
+    grep -q "copied it to /tmp/libpyperfinject-" "$T/attach.log" ||
+        { cat "$T/attach.log"; die_case "attach did not say it copied the library into the container"; }
+    nspid=$(sed -n 's/^NSpid:.*[[:space:]]\([0-9]*\)$/\1/p' "/proc/$pid/status")
+    for _ in $(seq 50); do grep -q 'py::foo' "$p/perf-$nspid.map" 2>/dev/null && break; sleep 0.1; done
+    grep -q 'py::foo' "$p/perf-$nspid.map" || die_case "no py::foo in /profile/perf-$nspid.map after attaching"
+    perf record -q -F 999 -k CLOCK_MONOTONIC --call-graph dwarf,65528 -e cpu-clock -a \
+        --buildid-mmap -o "$p/perf.data" -- sleep 3 >"$T/perf.log" 2>&1 ||
+        { cat "$T/perf.log"; die_case "perf record -a failed"; }
+    "$W" import "$p" >"$T/import.log" 2>&1 || { cat "$T/import.log"; die_case "import failed"; }
+    chains "$p" "$pid" >"$T/chains.txt"
+    n=$(wc -l <"$T/chains.txt")
+    s=$(grep -c '|py::foo:[^|]*|.*|py::bar:' "$T/chains.txt" || true)
+    result "attached from the host (container pid $nspid): $s of $n samples of host pid $pid show py::bar -> py::foo"
+    [ "$s" -gt 0 ] || { head -n 3 "$T/chains.txt"; die_case "no py::bar -> py::foo after import"; }
+    podman stop -t 20 pyperfinject-test-attach >/dev/null
+    rc=$(exit_code pyperfinject-test-attach)
+    [ "$rc" = 3 ] || die_case "the service exited $rc after podman stop, expected its own 3"
+    result "exit status $rc, its own"
+}
+
 # ------------------------------------------------------------ driver
 run_case() {
     local name=$1 rc=0 log start=$SECONDS
@@ -274,7 +306,7 @@ run_case() {
 
 skip_all() {
     local c
-    for c in after_exit while_running other_interpreter read_only non_root shared_dir stop; do
+    for c in after_exit while_running other_interpreter read_only non_root shared_dir stop attach; do
         skip "$c: $*"
     done
     tally_total containers
@@ -288,7 +320,7 @@ suite_start=$SECONDS
 bash "$ROOT/tests/provision/deps.sh" containers
 command -v podman >/dev/null || skip_all "podman is not installed"
 command -v perf >/dev/null || skip_all "perf is not installed"
-make -s -C "$ROOT" lib >/dev/null || skip_all "the library does not build"
+make -s -C "$ROOT" lib attacher >/dev/null || skip_all "the library does not build"
 
 # The documented Containerfile, as written, with the test program as the
 # application (build-app-image.sh).
@@ -313,5 +345,6 @@ run_case read_only
 run_case non_root
 run_case shared_dir
 run_case stop
+run_case attach
 echo "suite time: $((SECONDS - suite_start)) s"
 tally_total containers
