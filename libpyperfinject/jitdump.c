@@ -90,6 +90,7 @@ static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t
     j->pid = (uint32_t)pid;
     j->elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
     j->parent_fd = -1;
+    j->closed = 0;
     return start_file(j, dir, pid, err, errlen);
 }
 

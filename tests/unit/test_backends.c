@@ -94,7 +94,7 @@ static void open_both(struct pi_backends *b, long pid)
 static void test_both_outputs_get_every_trampoline(void **state)
 {
     (void)state;
-    struct pi_backends b;
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
     open_both(&b, 4101);
     for (uint64_t i = 1; i <= 3; i++) {
         struct pi_tramp_info t = tramp(&image, &unwind, i);
@@ -117,7 +117,7 @@ static void test_only_what_is_switched_on(void **state)
 {
     (void)state;
     struct pi_config cfg = config(1, 0);
-    struct pi_backends b;
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
     char err[512], files[8200];
     assert_int_equal(pi_backends_open(&b, &cfg, 4102, err, sizeof err), 0);
     assert_int_equal(b.n, 1);
@@ -141,7 +141,7 @@ static void test_unusable_directory_gives_the_reason(void **state)
     (void)state;
     struct pi_config cfg = config(1, 1);
     snprintf(cfg.dir, sizeof cfg.dir, "%s/missing", dir);
-    struct pi_backends b;
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
     char err[512] = "";
     assert_int_equal(pi_backends_open(&b, &cfg, 4104, err, sizeof err), -1);
     assert_non_null(strstr(err, "missing"));
@@ -150,7 +150,7 @@ static void test_unusable_directory_gives_the_reason(void **state)
 static void test_a_failed_output_stops_alone(void **state)
 {
     (void)state;
-    struct pi_backends b;
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
     open_both(&b, 4105);
     close(b.perfmap.fd); /* the program closed the map's descriptor */
     struct pi_tramp_info t = tramp(&image, &unwind, 1);
@@ -168,7 +168,7 @@ static void test_giving_way_to_cpython(void **state)
 {
     (void)state;
     struct pi_config cfg = config(1, 1);
-    struct pi_backends b;
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
     char err[512];
     assert_int_equal(pi_backends_open(&b, &cfg, 4106, err, sizeof err), 0);
     /* CPython writes /tmp only: files elsewhere are not in its way. */

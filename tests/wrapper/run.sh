@@ -821,6 +821,24 @@ test_attach_remote_debug_off() {
     kill "$SVC_PID"
 }
 
+# kernel.yama.ptrace_scope 2 (admin-only attach): a user's attach to its own
+# process is refused with the cause and the fix; restored afterwards.
+test_attach_ptrace_scope() {
+    local knob=/proc/sys/kernel/yama/ptrace_scope was
+    [ -w "$knob" ] || skip_test "this kernel has no Yama LSM ($knob), or it is read-only here"
+    has setpriv || skip_test "setpriv is not installed"
+    was=$(cat "$knob")
+    # shellcheck disable=SC2064 # expand now
+    trap "echo $was >$knob" EXIT
+    echo 2 >"$knob" || skip_test "cannot set $knob to 2"
+    chmod 0755 "$T"
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$(default_python)" "$HERE/service.py" 30 >"$T/svc.pid" &
+    for _ in $(seq 100); do [ -s "$T/svc.pid" ] && break; sleep 0.05; done
+    expect_rc 125 setpriv --reuid=65534 --regid=65534 --clear-groups "$W" attach "$(head -n 1 "$T/svc.pid")"
+    expect_out "ptrace_scope is 2"
+    kill "$(head -n 1 "$T/svc.pid")"
+}
+
 # record --pid on a process without the library: attached for the
 # recording, its Python functions named, switched off again after it.
 test_record_attach() {
@@ -1638,6 +1656,7 @@ run_test record_pid
 run_test pid_status
 run_test attach
 run_test attach_refused
+run_test attach_ptrace_scope
 run_test record_attach
 run_test attach_matrix
 run_test attach_remote_debug_off
