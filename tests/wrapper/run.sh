@@ -648,11 +648,22 @@ test_pid_status() {
     kill "$!" 2>/dev/null || true
 }
 
+# Runs a program that attach will load the library into. In a sanitizer run
+# the library is instrumented and needs its runtime loaded first, as the
+# preload gets it (san_wrapper): the program starts with the runtime alone.
+attach_target() {
+    if [ -n "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ]; then
+        LD_PRELOAD="$PYPERFINJECT_SANITIZER_RUNTIME" "$@"
+    else
+        "$@"
+    fi
+}
+
 # A service started without the library (tests/wrapper/service.py), its pid
 # in SVC_PID; stopped at the test's end.
 start_service() {
     local py=$1
-    "$py" "$HERE/service.py" 60 >"$T/service.pid" 2>"$T/service.err" &
+    attach_target "$py" "$HERE/service.py" 60 >"$T/service.pid" 2>"$T/service.err" &
     SVC_PID=$!
     # shellcheck disable=SC2064 # expand now
     trap "kill $SVC_PID 2>/dev/null || true" EXIT
@@ -742,12 +753,12 @@ test_attach_refused() {
 stress_cycles() {
     local py=$1 want=$2 cycles=0 runs=0 hung=0 expected rc drc out slowest=0 t0 t1 pid
     rm -rf "$T/mods0" && mkdir "$T/mods0"
-    expected=$("$py" "$HERE/stress.py" "$T/mods0" 3000) || die_test "stress.py fails without the library"
+    expected=$(attach_target "$py" "$HERE/stress.py" "$T/mods0" 3000) || die_test "stress.py fails without the library"
     while [ "$cycles" -lt "$want" ]; do
         runs=$((runs + 1))
         rm -rf "$T/mods" "$T/files"
         mkdir "$T/mods" "$T/files"
-        "$py" "$HERE/stress.py" "$T/mods" 3000 >"$T/stress.out" 2>"$T/stress.err" &
+        attach_target "$py" "$HERE/stress.py" "$T/mods" 3000 >"$T/stress.out" 2>"$T/stress.err" &
         pid=$!
         sleep 0.3
         while kill -0 "$pid" 2>/dev/null && [ "$cycles" -lt "$want" ]; do
@@ -884,7 +895,7 @@ test_attach_matrix() {
     while IFS=$'\t' read -r label cmd kind; do
         case "$kind" in pyenv | debian | debian-dbg | sid | sid-dbg) ;; *) continue ;; esac
         rm -f "$T/stop"
-        "$cmd" "$HERE/service.py" 120 "$T/stop" >"$T/service.pid" 2>"$T/service.err" &
+        attach_target "$cmd" "$HERE/service.py" 120 "$T/stop" >"$T/service.pid" 2>"$T/service.err" &
         SVC_PID=$!
         # shellcheck disable=SC2064 # expand now
         trap "kill $SVC_PID 2>/dev/null || true" EXIT
