@@ -713,7 +713,13 @@ require_recordable_process() {
     PID_EXE=$(readlink -- "/proc/$pid/exe" 2>/dev/null || true)
     PID_EXE=${PID_EXE% (deleted)}
     [ -x "$PID_EXE" ] || PID_EXE="/proc/$pid/exe"
-    PID_DIR=$(process_env "$pid" PYPERFINJECT_DIR)
+    # Where its files are: the directory of the jitdump it maps (the library
+    # maps it for perf), whether it was preloaded or attached with --dir;
+    # else its PYPERFINJECT_DIR; /tmp for the attach record makes.
+    local dump
+    dump=$(grep -oE '/[^ ]*/jit-[0-9]+\.dump' "/proc/$pid/maps" 2>/dev/null | head -n 1 || true)
+    PID_DIR=${dump%/*}
+    [ -n "$PID_DIR" ] || PID_DIR=$(process_env "$pid" PYPERFINJECT_DIR)
     [ -n "$PID_DIR" ] && [ "$PID_ATTACH" -eq 0 ] || PID_DIR=/tmp
     # Its files are named by its pid in its own PID namespace.
     local nspid

@@ -651,11 +651,12 @@ test_pid_status() {
 # Runs a program that attach will load the library into. In a sanitizer run
 # the library is instrumented and needs its runtime loaded first, as the
 # preload gets it (san_wrapper): the program starts with the runtime alone.
+# It execs, so that a program started with & has the pid $! names.
 attach_target() {
     if [ -n "${PYPERFINJECT_SANITIZER_RUNTIME:-}" ]; then
-        LD_PRELOAD="$PYPERFINJECT_SANITIZER_RUNTIME" "$@"
+        LD_PRELOAD="$PYPERFINJECT_SANITIZER_RUNTIME" exec "$@"
     else
-        "$@"
+        exec "$@"
     fi
 }
 
@@ -687,6 +688,11 @@ test_attach() {
     [ -s "$T/files/jit-$SVC_PID.dump" ] || die_test "no jitdump after attaching"
     expect_rc 0 "$W" --pid "$SVC_PID" status
     expect_out "profiling on"
+    # record --pid finds the files where attach put them.
+    if perf record -q -e cpu-clock -o /dev/null -- true 2>/dev/null; then
+        expect_rc 0 "$W" record -o "$T/rec" --pid "$SVC_PID" --seconds 1
+        grep -q 'py::work' "$T/rec/perf-$SVC_PID.map" || die_test "record --pid did not find the attached files in $T/files"
+    fi
     expect_rc 0 "$W" attach "$SVC_PID" --dir "$T/files"
     expect_out "already attached, profiling is on \(nothing done\)"
     expect_rc 0 "$W" detach "$SVC_PID"
