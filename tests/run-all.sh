@@ -50,6 +50,11 @@ if [ -n "${SANITIZE:-}" ]; then
         esac
         runtime=$(clang -print-file-name="$runtime" 2>/dev/null)
         make_args=(CC=clang "CFLAGS=-O2 -g -shared-libsan -Wno-unused-command-line-argument -Wl,-rpath,$(dirname "$runtime")")
+        # The suites' own `make lib` calls (they inherit SANITIZE through
+        # MAKEFLAGS) must see the same compiler and flags: the Makefile
+        # rebuilds build/ when its flags change, and a GCC ASan library
+        # under clang's runtime aborts every process.
+        export CC=clang CFLAGS="${make_args[1]#CFLAGS=}"
         export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:halt_on_error=0:log_path=$reports/asan"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=0:log_path=$reports/ubsan" ;;
     esac
