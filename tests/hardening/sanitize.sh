@@ -165,7 +165,7 @@ fi
 TSAN_RT=$(gcc -print-file-name=libtsan.so 2>/dev/null)
 if [ ! -f "$TSAN_RT" ]; then
     result SKIP "tsan" "gcc has no libtsan.so (Debian: libgcc-12-dev)"
-elif ! make -s -j2 CC=gcc BUILD=build-tsan SANITIZE=thread lib tools >"$SCRATCH/tsan-build.log" 2>&1; then
+elif ! make -s -j2 CC=gcc CFLAGS="-O2 -g" BUILD=build-tsan SANITIZE=thread lib tools >"$SCRATCH/tsan-build.log" 2>&1; then
     tail -n 20 "$SCRATCH/tsan-build.log"
     result FAIL "tsan/build" "make BUILD=build-tsan SANITIZE=thread"
 else
