@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,15 @@ enum { WHY_LEN = 512, WAIT_FOR_THREAD_MS = 5000, SECOND_CHOICE_AFTER_MS = 250 };
 /* PYPERFINJECT_ATTACH_FROM_OUTSIDE and _WAITING_THREAD (pyperfinject.h). */
 enum { ATTACH_FROM_OUTSIDE = 1, ATTACH_WAITING_THREAD = 2 };
 
-static int fail(const char *fmt, const char *a, const char *b)
+/* The one line of a failure: "-1<TAB>REASON". Returns 1, the exit status. */
+static int __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 {
-    fprintf(stdout, "-1\t");
-    fprintf(stdout, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("-1\t", stdout);
+    vfprintf(stdout, fmt, ap);
     fputc('\n', stdout);
+    va_end(ap);
     return 1;
 }
 
@@ -183,7 +188,7 @@ int main(int argc, char **argv)
     }
     int pid = atoi(argv[calling ? 2 : 1]);
     if (pid <= 0)
-        return fail("not a process id: %s%s", argv[calling ? 2 : 1], "");
+        return fail("not a process id: %s", argv[calling ? 2 : 1]);
     char *maps = pa_maps_read(pid);
     if (maps == NULL)
         return fail("cannot read /proc/%s/maps: %s", argv[calling ? 2 : 1], strerror(errno));
@@ -193,24 +198,24 @@ int main(int argc, char **argv)
     struct pa_thread t;
     const char *why;
     if (borrow_thread(pid, maps, &t, &why) != 0)
-        return fail("%s%s", why, "");
+        return fail("%s", why);
     int status = 0;
     uint64_t rc = 0;
     char out[WHY_LEN] = "";
     if (calling) {
         if (pa_thread_call(&t, fn, NULL, 0, NULL, 0, &rc) != 0)
-            status = fail("the borrowed thread did not return from %s%s", argv[3], "");
+            status = fail("the borrowed thread did not return from %s", argv[3]);
     } else if (load(&t, &maps, argv[2], &why) != 0) {
-        status = fail("%s%s", why, "");
+        status = fail("%s", why);
     } else if (remote_symbol(pid, maps, "libpyperfinject", "pyperfinject_attach", &fn) != 0) {
         status = fail("the library in the process has no pyperfinject_attach (an older "
-                      "version is loaded)%s%s", "", "");
+                      "version is loaded)");
     } else {
         const char *settings = argc == 4 ? argv[3] : "";
         size_t slen = strlen(settings) + 1;
         char data[8192 + WHY_LEN];
         if (slen > 8192) {
-            status = fail("settings too long%s%s", "", "");
+            status = fail("settings too long");
         } else {
             memcpy(data, settings, slen);
             memset(data + slen, 0, WHY_LEN);
@@ -224,8 +229,7 @@ int main(int argc, char **argv)
             uint64_t args[4] = {at, flags, at + slen, WHY_LEN};
             if (pa_thread_call(&t, fn, args, 4, data, slen + WHY_LEN, &rc) != 0 ||
                 pa_thread_read(&t, at + slen, out, WHY_LEN) != 0)
-                status = fail("the borrowed thread did not return from pyperfinject_attach%s%s",
-                              "", "");
+                status = fail("the borrowed thread did not return from pyperfinject_attach");
             out[WHY_LEN - 1] = '\0';
         }
     }
