@@ -1,6 +1,6 @@
 """Open a flame graph in headless Chromium and check what a person would see.
 
-Usage: browser_check.py [--in SELECTOR] [--size WxH] FILE|URL PNG NAME...
+Usage: browser_check.py [--in SELECTOR] [--size WxH] [--click TEXT] FILE|URL PNG NAME...
 
 Drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe:
 no port, no extra package), waits until every NAME is drawn as a visible
@@ -11,7 +11,11 @@ Tooltips (<title>) and the page's embedded data do not count. --in body
 looks for the labels in any visible element of the page instead (speedscope:
 its flame chart is a canvas, its sandwich view's table is HTML). --size sets
 the window (1400x1000): pages that draw only the rows in view (speedscope's
-tables) show more of them in a taller one.
+tables) show more of them in a taller one. --click clicks the element whose
+own text is TEXT once the page has drawn it, as a person would (speedscope's
+"Total" column header: its table sorts by self time, and the callers a person
+looks for have little self time, below the rows in view when a sanitizer
+runtime adds its own functions).
 Exit status 0 when every name is drawn, 1 otherwise (2: Chromium failed).
 """
 import base64
@@ -47,6 +51,19 @@ FIND_LABELS = r"""
   return {svg: true, shown: shown,
           width: Math.ceil(Math.max(r.scrollWidth, svg.getBoundingClientRect().right)),
           height: Math.ceil(Math.max(r.scrollHeight, svg.getBoundingClientRect().bottom))};
+})()
+"""
+
+
+CLICK = r"""
+(() => {
+  const want = %s;
+  for (const el of document.querySelectorAll("*")) {
+    const own = Array.from(el.childNodes).filter(n => n.nodeType === 3)
+      .map(n => n.textContent).join("").trim();
+    if (own === want) { el.click(); return true; }
+  }
+  return false;
 })()
 """
 
@@ -116,7 +133,7 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def main(path, png, names, within="svg", size=(1400, 1000)):
+def main(path, png, names, within="svg", size=(1400, 1000), click=None):
     url = path if path.startswith("file://") else "file://" + os.path.abspath(path)
     b = Browser(url, size)
     try:
@@ -137,6 +154,17 @@ def main(path, png, names, within="svg", size=(1400, 1000)):
         items = "*" if anywhere else "div, text"
         expr = FIND_LABELS % (json.dumps(names), json.dumps(anywhere), json.dumps(within),
                               json.dumps(items))
+        while click and time.time() < deadline:
+            res = b.send("Runtime.evaluate", {"expression": CLICK % json.dumps(click),
+                                              "returnByValue": True})
+            if res.get("result", {}).get("value"):
+                print("clicked: " + click)
+                click = None
+            else:
+                time.sleep(0.25)
+        if click:
+            print("the page never showed %r to click" % click)
+            return 1
         state = {}
         while time.time() < deadline:
             res = b.send("Runtime.evaluate", {"expression": expr, "returnByValue": True})
@@ -177,14 +205,16 @@ def main(path, png, names, within="svg", size=(1400, 1000)):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    within, size = "svg", (1400, 1000)
-    while len(args) > 1 and args[0] in ("--in", "--size"):
+    within, size, click = "svg", (1400, 1000), None
+    while len(args) > 1 and args[0] in ("--in", "--size", "--click"):
         if args[0] == "--in":
             within = args[1]
+        elif args[0] == "--click":
+            click = args[1]
         else:
             w, _, h = args[1].partition("x")
             size = (int(w), int(h))
         args = args[2:]
     if len(args) < 3:
         sys.exit(__doc__)
-    sys.exit(main(args[0], args[1], args[2:], within, size))
+    sys.exit(main(args[0], args[1], args[2:], within, size, click))
