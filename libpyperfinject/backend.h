@@ -14,6 +14,7 @@
 /* Everything known about one new trampoline. */
 struct pi_tramp_info {
     uintptr_t addr;
+    uintptr_t arena;         /* the slots of the arena it is in */
     uint32_t code_size;
     uint64_t code_index;     /* 1, 2, ... in creation order */
     const char *symbol;      /* sanitised "py::qualname:filename" */
@@ -66,6 +67,7 @@ struct pi_backend {
 
 extern const struct pi_backend_ops pi_perfmap_ops;
 extern const struct pi_backend_ops pi_jitdump_ops;
+extern const struct pi_backend_ops pi_gdbjit_ops;
 
 /* A forked child's perf map inherits, in bulk and only when the child
  * keeps running, the lines its ancestors had written up to each fork: the
@@ -105,6 +107,22 @@ struct pi_jitdump {
     int parent_fd;     /* a forked child: the parent's descriptor, to close */
     struct pi_file_id parent_id;
     char path[4096];
+};
+
+/* State of the GDB JIT interface backend (gdbjit.c): one symbol file per
+ * arena, linked into the library's own descriptor. */
+struct pi_gdbjit_file;
+struct pi_gdbjit {
+    uint32_t batch;        /* set by the owner before open: announce after this
+                              many new symbols (PYPERFINJECT_GDB_BATCH), */
+    int open;
+    struct pi_gdbjit_file *current; /* the arena new trampolines go to */
+    uint32_t unannounced;  /* symbols added since a debugger last read it */
+    uint64_t announced_ns; /* when it last did (CLOCK_MONOTONIC) */
+    uint64_t interval_ns;  /* or this long after the last announcement */
+    int watched;           /* a debugger's breakpoint was seen at the last look */
+    long trusted_pid;      /* the process that checked the breakpoint is its tracer's */
+    uint64_t announcements; /* calls a debugger was stopped for (bench, tests) */
 };
 
 #endif

@@ -17,12 +17,14 @@ int pi_backends_open(struct pi_backends *b, const struct pi_config *cfg, long pi
     } outputs[] = {
         {cfg->map, &pi_perfmap_ops, &b->perfmap},
         {cfg->jitdump, &pi_jitdump_ops, &b->jitdump},
+        {cfg->gdb, &pi_gdbjit_ops, &b->gdbjit},
     };
     b->n = 0;
+    b->gdbjit.batch = (uint32_t)cfg->gdb_batch;
     if (cfg->passthrough)
         return 0; /* the benchmark floor writes nothing */
     snprintf(err, errlen, "every output is switched off (PYPERFINJECT_MAP=0, "
-                          "PYPERFINJECT_JITDUMP=0)");
+                          "PYPERFINJECT_JITDUMP=0, PYPERFINJECT_GDB=0)");
     char failures[PI_MAX_BACKENDS][512];
     int nfailed = 0;
     for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {

@@ -8,13 +8,14 @@
 #include "backend.h"
 #include "config.h"
 
-enum { PI_MAX_BACKENDS = 2 };
+enum { PI_MAX_BACKENDS = 3 };
 
 struct pi_backends {
     struct pi_backend list[PI_MAX_BACKENDS]; /* the ones opened, in order */
     int n;
     struct pi_perfmap perfmap; /* the backends' own state */
     struct pi_jitdump jitdump;
+    struct pi_gdbjit gdbjit;
 };
 
 /* At activation: opens every output cfg switches on. One that fails is

@@ -14,6 +14,8 @@ struct pi_config {
     int enable;        /* PYPERFINJECT_ENABLE: master switch */
     int map;           /* PYPERFINJECT_MAP: write perf-PID.map */
     int jitdump;       /* PYPERFINJECT_JITDUMP: write jit-PID.dump */
+    int gdb;           /* PYPERFINJECT_GDB: name trampolines to debuggers (gdbjit.c) */
+    int gdb_batch;     /* PYPERFINJECT_GDB_BATCH: new functions per announcement to one */
     int verbose;       /* PYPERFINJECT_VERBOSE: 0 quiet .. 3 debug */
     int copy_on_fork;  /* PYPERFINJECT_FORK_COPY: children inherit parent's entries */
     int start;         /* PYPERFINJECT_START: on at start-up, or off until switched on */

@@ -209,7 +209,7 @@ static void end_entry(struct cfi_writer *w, size_t entry_start)
 }
 
 /* The CIE holds what is true at the first instruction. */
-static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a)
+static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a, uint8_t pointer_encoding)
 {
     static const char augmentation[] = "zR"; /* z: has aug data; R: FDE enc */
     size_t start = w->len;
@@ -222,7 +222,7 @@ static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a)
     put_sleb(w, a->data_align);
     put_u8(w, a->ra_column); /* version 1: a single byte */
     put_uleb(w, 1);          /* augmentation data length */
-    put_u8(w, PI_DW_EH_PE_pcrel | PI_DW_EH_PE_sdata4);
+    put_u8(w, pointer_encoding);
 
     cfa_def_cfa(w, a->sp, a->entry_cfa);
     if (a->ra_on_stack)
@@ -234,16 +234,35 @@ static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a)
  * pointer set, frame record popped (back to the entry rule for `ret`).
  * Offsets are from the .eh_frame start (w->len), the code begins code_off
  * bytes before it. */
+/* Where an FDE's code is, in the CIE's pointer encoding: pc-relative (a
+ * slot: the code begins code_off bytes before the .eh_frame, which starts
+ * with the CIE) or absolute (a symbol file: the FDE sits at section offset
+ * fde_offset, the CIE at 0). */
+struct fde_place {
+    bool absolute;
+    uint32_t code_off;
+    uint64_t code_addr;
+    uint32_t fde_offset;
+};
+
 static void emit_fde(struct cfi_writer *w, const struct arch_cfi *a,
-                     const struct pi_tramp_shape *s, uint32_t code_off)
+                     const struct pi_tramp_shape *s, const struct fde_place *at)
 {
     size_t start = w->len;
     uint32_t caf = a->code_align;
 
     put_u32(w, 0); /* length, patched */
-    put_u32(w, (uint32_t)w->len); /* CIE pointer: distance back to the CIE at 0 */
-    put_s32(w, -(int32_t)(code_off + (uint32_t)w->len)); /* pcrel code start */
-    put_s32(w, (int32_t)s->code_size); /* address_range */
+    if (at->absolute) {
+        /* CIE pointer: distance back from this field to the CIE at 0 */
+        put_u32(w, at->fde_offset + (uint32_t)(w->len - start));
+        put_bytes(w, &at->code_addr, sizeof at->code_addr); /* absptr code start */
+        uint64_t range = s->code_size;
+        put_bytes(w, &range, sizeof range); /* address_range, same width */
+    } else {
+        put_u32(w, (uint32_t)w->len); /* CIE pointer: distance back to the CIE at 0 */
+        put_s32(w, -(int32_t)(at->code_off + (uint32_t)w->len)); /* pcrel code start */
+        put_s32(w, (int32_t)s->code_size); /* address_range */
+    }
     put_uleb(w, 0); /* augmentation data length */
 
     cfa_advance(w, s->after_push / caf);
@@ -284,9 +303,10 @@ static void emit_unwind(struct cfi_writer *w, const struct arch_cfi *a,
     uint32_t code_off = round_up(s->code_size, 8);
     size_t fde_off;
 
-    emit_cie(w, a);
+    emit_cie(w, a, PI_DW_EH_PE_pcrel | PI_DW_EH_PE_sdata4);
     fde_off = w->len;
-    emit_fde(w, a, s, code_off);
+    struct fde_place at = { .absolute = false, .code_off = code_off };
+    emit_fde(w, a, s, &at);
     put_u32(w, 0); /* terminator for __register_frame */
     *eh_size = (uint32_t)w->len;
     emit_hdr(w, code_off, *eh_size, (uint32_t)fde_off);
@@ -330,4 +350,58 @@ size_t pi_ehframe_build(const struct pi_tramp_shape *shape, uint8_t *out, size_t
     struct cfi_writer w = { out, cap, 0 };
     emit_unwind(&w, a, shape, &eh_size);
     return w.len;
+}
+
+/* Measures into a NULL writer first, so a short buffer writes nothing. */
+static size_t finish(struct cfi_writer *measure, uint8_t *out, size_t cap,
+                     void (*emit)(struct cfi_writer *, const void *), const void *arg)
+{
+    emit(measure, arg);
+    if (out == NULL)
+        return measure->len;
+    if (cap < measure->len)
+        return 0;
+    struct cfi_writer w = { out, cap, 0 };
+    emit(&w, arg);
+    return w.len;
+}
+
+struct abs_args {
+    const struct arch_cfi *a;
+    const struct pi_tramp_shape *shape;
+    struct fde_place at;
+};
+
+static void emit_abs_cie(struct cfi_writer *w, const void *arg)
+{
+    const struct abs_args *x = arg;
+    emit_cie(w, x->a, PI_DW_EH_PE_absptr);
+}
+
+static void emit_abs_fde(struct cfi_writer *w, const void *arg)
+{
+    const struct abs_args *x = arg;
+    emit_fde(w, x->a, x->shape, &x->at);
+}
+
+size_t pi_ehframe_abs_cie(const struct pi_tramp_shape *shape, uint8_t *out, size_t cap)
+{
+    const struct arch_cfi *a = shape ? arch_of(shape->arch) : NULL;
+    if (!shape || !shape_ok(shape, a))
+        return 0;
+    struct cfi_writer measure = { NULL, 0, 0 };
+    struct abs_args x = { a, shape, { .absolute = true } };
+    return finish(&measure, out, cap, emit_abs_cie, &x);
+}
+
+size_t pi_ehframe_abs_fde(const struct pi_tramp_shape *shape, uint64_t code_addr,
+                          uint32_t fde_offset, uint8_t *out, size_t cap)
+{
+    const struct arch_cfi *a = shape ? arch_of(shape->arch) : NULL;
+    if (!shape || !shape_ok(shape, a))
+        return 0;
+    struct cfi_writer measure = { NULL, 0, 0 };
+    struct abs_args x = { a, shape, { .absolute = true, .code_addr = code_addr,
+                                      .fde_offset = fde_offset } };
+    return finish(&measure, out, cap, emit_abs_fde, &x);
 }

@@ -104,6 +104,16 @@ enum pi_dw_reg {
 size_t pi_ehframe_build(const struct pi_tramp_shape *shape, uint8_t *out, size_t cap,
                         struct pi_unwind_sizes *sizes);
 
+/* The same CFI for the GDB JIT interface's symbol files (gdbjit_elf.h),
+ * whose .eh_frame lies wherever the file is: one CIE at section offset 0
+ * whose FDE pointers are absolute (DW_EH_PE_absptr), then one FDE per
+ * trampoline copy, all of one size. Each returns the bytes written, or the
+ * size when out is NULL; 0 if the shape is invalid or cap is too small.
+ * fde_offset: where the FDE goes in the section (for its CIE pointer). Pure. */
+size_t pi_ehframe_abs_cie(const struct pi_tramp_shape *shape, uint8_t *out, size_t cap);
+size_t pi_ehframe_abs_fde(const struct pi_tramp_shape *shape, uint64_t code_addr,
+                          uint32_t fde_offset, uint8_t *out, size_t cap);
+
 /* ELF e_machine for the jitdump header: 62 (EM_X86_64), 183 (EM_AARCH64);
  * 0 for an unknown value. */
 uint32_t pi_arch_elf_mach(enum pi_arch arch);

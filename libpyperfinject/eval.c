@@ -210,6 +210,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
         } else {
             struct pi_tramp_info info = {
                 .addr = (uintptr_t)tramp,
+                .arena = (uintptr_t)s->pool.base,
                 .code_size = s->image.code_size,
                 .code_index = s->pool.slots_made,
                 .symbol = names.symbol,

@@ -102,12 +102,19 @@ fi
 
 stage "exported symbols"
 if [ -f build/libpyperfinject.so ]; then
+    # The interpositions unversioned (a versioned definition would not
+    # interpose), the GDB JIT names under a hidden version (one @: nothing
+    # unversioned binds to them), and the version nodes themselves.
+    gdb_jit='@PYPERFINJECT_GDB_JIT_1$'
     extra=$(nm -D --defined-only build/libpyperfinject.so | awk '{print $3}' |
-        grep -v -e '^pyperfinject_' -e '^dlopen$' -e '^dl_iterate_phdr$' -e '^_dl_find_object$' || true)
-    if [ -z "$extra" ]; then
-        pass "only pyperfinject_* and the dlopen/dl_iterate_phdr/_dl_find_object interpositions are exported"
+        grep -v -e '^pyperfinject_[a-z_]*$' -e '^dlopen$' -e '^dl_iterate_phdr$' -e '^_dl_find_object$' \
+            -e "^__jit_debug_register_code$gdb_jit" -e "^__jit_debug_descriptor$gdb_jit" \
+            -e '^PYPERFINJECT_GDB_JIT_[01]$' || true)
+    jit_names=$(nm -D --defined-only build/libpyperfinject.so | grep -c -e "__jit_debug_register_code$gdb_jit" -e "__jit_debug_descriptor$gdb_jit")
+    if [ -z "$extra" ] && [ "$jit_names" -eq 2 ]; then
+        pass "only pyperfinject_*, the dlopen/dl_iterate_phdr/_dl_find_object interpositions and the GDB JIT interface (hidden version) are exported"
     else
-        fail "unexpected exports: $extra"
+        fail "unexpected exports: ${extra:-none}; GDB JIT names under their hidden version: $jit_names of 2"
     fi
 fi
 

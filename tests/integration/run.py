@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPTS = os.path.join(ROOT, "tests", "integration", "scripts")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 import harness  # noqa: E402  (shared with tests/hardening, bench)
+import debuggers  # noqa: E402  (gdb, gcore, lldb)
 import perfmap  # noqa: E402
 import perftool  # noqa: E402
 from harness import Fail, NotApplicable, Skip  # noqa: E402
@@ -857,7 +858,7 @@ SCENARIOS = [
     ("pep523-chain", scenario_pep523_chain),
     ("cpython-perf", scenario_cpython_perf),
     ("test_perf_profiler", scenario_cpython_regrtest),
-]
+] + debuggers.SCENARIOS
 
 # Programs that must not notice the library at all.
 NON_PYTHON = [

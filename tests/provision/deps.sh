@@ -12,7 +12,8 @@
 #     containers a real container engine and a base image (tests/containers)
 #     consumers  the programs pyperf-run's output is read by, and what drives
 #                them headless (tests/wrapper, tests/docs): Chromium, hotspot
-#                under Xvfb, bpftrace, go tool pprof, man
+#                under Xvfb, bpftrace, go tool pprof, man; and the debuggers
+#                that read the library's GDB JIT entries (gdb, gcore, lldb)
 #
 # As root: runs `apt-get update` once if the package lists are missing or
 # stale, then `apt-get install -y --no-install-recommends` for what is missing.
@@ -30,12 +31,12 @@ readonly GROUP_PROVISION="debian-archive-keyring"
 readonly GROUP_PROGRAMS="python3-twisted python3-gevent"
 # catatonit: podman run --init; debootstrap: the base image (no registry).
 readonly GROUP_CONTAINERS="podman runc catatonit debootstrap"
-readonly GROUP_CONSUMERS="chromium linux-perf shellcheck pkgconf groff-base util-linux hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace golang-go"
+readonly GROUP_CONSUMERS="chromium linux-perf shellcheck pkgconf groff-base util-linux hotspot xvfb xauth xdotool x11-utils imagemagick bpftrace golang-go gdb lldb"
 # Lists older than this many minutes are refreshed before installing.
 readonly STALE_MINUTES=$((24 * 60))
 
 usage() {
-    sed -n '2,22s/^# \{0,1\}//p' "$0"
+    sed -n '2,23s/^# \{0,1\}//p' "$0"
 }
 
 strict=0

@@ -100,6 +100,44 @@ static const struct layout_case layout_cases[] = {
 };
 
 /* One test per row of layout_cases (the row comes in as the state). */
+/* The symbol-file form: the same CIE but for the pointer encoding
+ * (absptr), and an FDE whose CIE pointer counts from its section offset,
+ * with 8-byte pc_begin and range, then the same CFI program. */
+static void test_x86_absolute_form(void **state)
+{
+    (void)state;
+    uint8_t code[32], cie[64], fde[64];
+    struct pi_tramp_shape s = make_code(&x86, code, 1);
+    uint8_t want_cie[sizeof gas_x86_cie];
+    memcpy(want_cie, gas_x86_cie, sizeof want_cie);
+    want_cie[16] = 0x00; /* DW_EH_PE_absptr instead of pcrel|sdata4 */
+
+    assert_int_equal(pi_ehframe_abs_cie(&s, NULL, 0), sizeof gas_x86_cie);
+    assert_int_equal(pi_ehframe_abs_cie(&s, cie, sizeof cie), sizeof gas_x86_cie);
+    assert_memory_equal(cie, want_cie, sizeof want_cie);
+
+    const uint64_t at = 0x7f1234567890u;
+    const uint32_t fde_offset = 24 + 3 * 40; /* the fourth FDE after the CIE */
+    assert_int_equal(pi_ehframe_abs_fde(&s, at, fde_offset, NULL, 0), 40);
+    assert_int_equal(pi_ehframe_abs_fde(&s, at, fde_offset, fde, 39), 0);
+    assert_int_equal(pi_ehframe_abs_fde(&s, at, fde_offset, fde, sizeof fde), 40);
+    assert_int_equal(u32_at(fde), 36);                 /* length */
+    assert_int_equal(u32_at(fde + 4), fde_offset + 4); /* back to the CIE at 0 */
+    assert_true(u64_at(fde + 8) == at);                /* pc_begin */
+    assert_true(u64_at(fde + 16) == 16);               /* address_range */
+    assert_int_equal(fde[24], 0); /* augmentation data length */
+    /* the CFI program of GNU as' FDE (after its 4-byte range and aug length) */
+    assert_memory_equal(fde + 25, gas_x86_fde_tail + 5, sizeof gas_x86_fde_tail - 5);
+    assert_memory_equal(fde + 25 + sizeof gas_x86_fde_tail - 5, gas_x86_fde_end, 2);
+    for (size_t i = 25 + sizeof gas_x86_fde_tail - 5 + 2; i < 40; i++)
+        assert_int_equal(fde[i], 0); /* DW_CFA_nop padding */
+
+    struct pi_tramp_shape bad = s;
+    bad.after_push = 0;
+    assert_int_equal(pi_ehframe_abs_cie(&bad, cie, sizeof cie), 0);
+    assert_int_equal(pi_ehframe_abs_fde(&bad, at, 24, fde, sizeof fde), 0);
+}
+
 static void test_layout_fields(void **state)
 {
     const struct layout_case *c = *state;
@@ -426,7 +464,9 @@ static __attribute__((noinline)) int run_through(tramp_fn t, struct walk *w)
     return r + 1; /* no tail call: this frame must stay on the stack */
 }
 
-static void walk_variant(const struct variant *v)
+/* absolute: the symbol-file form (pi_ehframe_abs_*), put at an offset of
+ * its own in the page, instead of the slot's pc-relative one. */
+static void walk_variant(const struct variant *v, int absolute)
 {
     size_t page = 4096;
     uint8_t *slot = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -435,7 +475,17 @@ static void walk_variant(const struct variant *v)
     assert_true(slot != MAP_FAILED);
     struct pi_tramp_shape s = make_code(v, slot, 0xfeedu);
     uint32_t code_off = (s.code_size + 7) / 8 * 8;
-    assert_true(pi_ehframe_build(&s, slot + code_off, page - code_off, &sz) > 0);
+    if (absolute) {
+        code_off = 1024;
+        size_t cie = pi_ehframe_abs_cie(&s, slot + code_off, page - code_off);
+        assert_true(cie > 0);
+        size_t fde = pi_ehframe_abs_fde(&s, (uintptr_t)slot, (uint32_t)cie, slot + code_off + cie,
+                                        page - code_off - cie);
+        assert_true(fde > 0);
+        memset(slot + code_off + cie + fde, 0, 4); /* terminator for __register_frame */
+    } else {
+        assert_true(pi_ehframe_build(&s, slot + code_off, page - code_off, &sz) > 0);
+    }
     if (mprotect(slot, page, PROT_READ | PROT_EXEC) != 0) {
         munmap(slot, page);
         skip(); /* no executable memory here */
@@ -458,8 +508,9 @@ static void walk_variant(const struct variant *v)
     memset(&w.saw_tramp, 0, sizeof w - offsetof(struct walk, saw_tramp));
     assert_int_equal(run_through(t, &w), 42);
     __deregister_frame(slot + code_off);
-    print_message("%s: tramp seen %d, named %d, caller next %d\n", v->name, w.saw_tramp,
-                  w.tramp_fn_found, w.caller_after_tramp);
+    print_message("%s%s: tramp seen %d, named %d, caller next %d\n", v->name,
+                  absolute ? " (absolute)" : "", w.saw_tramp, w.tramp_fn_found,
+                  w.caller_after_tramp);
     assert_true(w.saw_tramp);
     assert_true(w.tramp_fn_found);
     assert_true(w.caller_after_tramp);
@@ -471,11 +522,15 @@ static void test_libgcc_unwinds_through_trampoline(void **state)
 {
     (void)state;
 #if defined(__x86_64__)
-    walk_variant(&x86);
-    walk_variant(&x86_cet);
+    for (int absolute = 0; absolute < 2; absolute++) {
+        walk_variant(&x86, absolute);
+        walk_variant(&x86_cet, absolute);
+    }
 #elif defined(__aarch64__)
-    walk_variant(&a64);
-    walk_variant(&a64_bti); /* bti is a nop outside guarded pages */
+    for (int absolute = 0; absolute < 2; absolute++) {
+        walk_variant(&a64, absolute);
+        walk_variant(&a64_bti, absolute); /* bti is a nop outside guarded pages */
+    }
 #else
     skip();
 #endif
@@ -485,6 +540,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_x86_matches_gnu_as),
+        cmocka_unit_test(test_x86_absolute_form),
         { "test_layout_fields/x86_64", test_layout_fields, NULL, NULL, (void *)&layout_cases[0] },
         { "test_layout_fields/x86_64+CET", test_layout_fields, NULL, NULL,
           (void *)&layout_cases[1] },
