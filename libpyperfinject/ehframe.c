@@ -234,6 +234,10 @@ static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a, uint8_t poi
  * pointer set, frame record popped (back to the entry rule for `ret`).
  * Offsets are from the .eh_frame start (w->len), the code begins code_off
  * bytes before it. */
+/* Field offsets of an absolute-form FDE (emit_fde): length, CIE pointer,
+ * pc_begin, address_range. */
+enum { ABS_FDE_CIE_POINTER = 4, ABS_FDE_PC_BEGIN = 8 };
+
 /* Where an FDE's code is, in the CIE's pointer encoding: pc-relative (a
  * slot: the code begins code_off bytes before the .eh_frame, which starts
  * with the CIE) or absolute (a symbol file: the FDE sits at section offset
@@ -254,7 +258,7 @@ static void emit_fde(struct cfi_writer *w, const struct arch_cfi *a,
     put_u32(w, 0); /* length, patched */
     if (at->absolute) {
         /* CIE pointer: distance back from this field to the CIE at 0 */
-        put_u32(w, at->fde_offset + (uint32_t)(w->len - start));
+        put_u32(w, at->fde_offset + ABS_FDE_CIE_POINTER);
         put_bytes(w, &at->code_addr, sizeof at->code_addr); /* absptr code start */
         uint64_t range = s->code_size;
         put_bytes(w, &range, sizeof range); /* address_range, same width */
@@ -404,4 +408,11 @@ size_t pi_ehframe_abs_fde(const struct pi_tramp_shape *shape, uint64_t code_addr
     struct abs_args x = { a, shape, { .absolute = true, .code_addr = code_addr,
                                       .fde_offset = fde_offset } };
     return finish(&measure, out, cap, emit_abs_fde, &x);
+}
+
+void pi_ehframe_abs_fde_move(uint8_t *fde, uint64_t code_addr, uint32_t fde_offset)
+{
+    uint32_t back = fde_offset + ABS_FDE_CIE_POINTER;
+    memcpy(fde + ABS_FDE_CIE_POINTER, &back, sizeof back);
+    memcpy(fde + ABS_FDE_PC_BEGIN, &code_addr, sizeof code_addr);
 }

@@ -114,6 +114,11 @@ size_t pi_ehframe_abs_cie(const struct pi_tramp_shape *shape, uint8_t *out, size
 size_t pi_ehframe_abs_fde(const struct pi_tramp_shape *shape, uint64_t code_addr,
                           uint32_t fde_offset, uint8_t *out, size_t cap);
 
+/* Turns a copy of such an FDE into the one pi_ehframe_abs_fde would build for
+ * code_addr at fde_offset: only those two fields differ between FDEs of one
+ * shape, so a file makes its FDE once and copies it. Pure. */
+void pi_ehframe_abs_fde_move(uint8_t *fde, uint64_t code_addr, uint32_t fde_offset);
+
 /* ELF e_machine for the jitdump header: 62 (EM_X86_64), 183 (EM_AARCH64);
  * 0 for an unknown value. */
 uint32_t pi_arch_elf_mach(enum pi_arch arch);

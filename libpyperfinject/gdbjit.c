@@ -26,7 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -74,6 +73,22 @@ __asm__(".symver pi_gdb_register_code, __jit_debug_register_code@PYPERFINJECT_GD
  * takes a lowercase name with a ".py" end or a "__" for an Ada one and
  * shows "x[py]" and ".init." instead, unless it has a space or a capital. */
 #define NAME_SUFFIX_MAX sizeof(", line 4294967295")
+
+/* Writes ", line N" (no NUL); returns its length. By hand: printf's
+ * machinery was most of a new function's cost here. */
+static size_t line_suffix(char *out, uint32_t line)
+{
+    static const char text[] = ", line ";
+    char digits[10];
+    size_t n = 0, len = sizeof text - 1;
+    do
+        digits[n++] = (char)('0' + line % 10);
+    while ((line /= 10) != 0);
+    memcpy(out, text, len);
+    while (n > 0)
+        out[len++] = digits[--n];
+    return len;
+}
 
 /* One arena's symbol file; the ELF follows in the same mapping. */
 struct pi_gdbjit_file {
@@ -243,7 +258,7 @@ static int gdbjit_write(void *self, const struct pi_tramp_info *t)
     char name[PI_SYMBOL_MAX + NAME_SUFFIX_MAX + 1];
     size_t len = t->symbol_len < PI_SYMBOL_MAX ? t->symbol_len : PI_SYMBOL_MAX;
     memcpy(name, t->symbol, len);
-    len += (size_t)snprintf(name + len, sizeof name - len, ", line %u", t->firstlineno);
+    len += line_suffix(name + len, t->firstlineno);
     if (pi_gdbelf_add(&g->current->elf, t->addr, t->code_size, name, len) != 0)
         return errno = ENOSPC, -1;
     if (!g->watched)

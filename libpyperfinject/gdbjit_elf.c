@@ -26,7 +26,8 @@ static int plan(const struct pi_tramp_shape *shape, uint32_t max_syms, size_t na
 {
     l->cie_size = (uint32_t)pi_ehframe_abs_cie(shape, NULL, 0);
     l->fde_size = (uint32_t)pi_ehframe_abs_fde(shape, 0, 0, NULL, 0);
-    if (l->cie_size == 0 || l->fde_size == 0 || max_syms == 0)
+    if (l->cie_size == 0 || l->fde_size == 0 || l->fde_size > sizeof ((struct pi_gdbelf *)0)->fde ||
+        max_syms == 0)
         return -1;
     uint64_t shdrs = sizeof(Elf64_Ehdr);
     uint64_t names = shdrs + SEC_COUNT * sizeof(Elf64_Shdr);
@@ -89,7 +90,8 @@ int pi_gdbelf_init(struct pi_gdbelf *e, uint8_t *base, size_t cap, volatile uint
 
     uint64_t names_off = sizeof(Elf64_Ehdr) + SEC_COUNT * sizeof(Elf64_Shdr);
     memcpy(base + names_off, shstrtab, sizeof shstrtab);
-    if (pi_ehframe_abs_cie(shape, base + l.eh_off, l.cie_size) != l.cie_size)
+    if (pi_ehframe_abs_cie(shape, base + l.eh_off, l.cie_size) != l.cie_size ||
+        pi_ehframe_abs_fde(shape, 0, 0, e->fde, sizeof e->fde) != l.fde_size)
         return -1;
 
     const struct {
@@ -135,9 +137,9 @@ int pi_gdbelf_add(struct pi_gdbelf *e, uint64_t addr, uint32_t code_size, const 
     memcpy(e->base + e->str_off + name_off, name, len);
     e->base[e->str_off + name_off + len] = '\0';
     uint64_t fde_off = e->cie_size + (uint64_t)e->nsyms * e->fde_size;
-    if (pi_ehframe_abs_fde(&e->shape, addr, (uint32_t)fde_off, e->base + e->eh_off + fde_off,
-                           e->fde_size) != e->fde_size)
-        return -1;
+    uint8_t *fde = e->base + e->eh_off + fde_off;
+    memcpy(fde, e->fde, e->fde_size);
+    pi_ehframe_abs_fde_move(fde, addr, (uint32_t)fde_off);
     Elf64_Sym sym = {
         .st_name = (Elf64_Word)name_off,
         .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),

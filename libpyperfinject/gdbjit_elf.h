@@ -28,6 +28,7 @@ struct pi_gdbelf {
     uint64_t eh_off, sym_off, str_off; /* section offsets in the file */
     uint64_t eh_addr;         /* .eh_frame's address: where its bytes are */
     uint64_t str_used;
+    uint8_t fde[64];          /* the FDE every trampoline's is a moved copy of */
 };
 
 /* Bytes to reserve for a file of up to max_syms trampolines whose names are

@@ -36,6 +36,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.enable, 1);
     assert_int_equal(cfg.map, 1);
     assert_int_equal(cfg.jitdump, 1);
+    assert_int_equal(cfg.gdb, 1);
+    assert_int_equal(cfg.gdb_batch, 256);
     assert_int_equal(cfg.verbose, 1);
     assert_int_equal(cfg.copy_on_fork, 1);
     assert_string_equal(cfg.dir, "/tmp");
@@ -51,10 +53,12 @@ static void test_accepted_values(void **state)
     const char *env[] = {"PYPERFINJECT_ENABLE", "off",  "PYPERFINJECT_MAP", "No",
                          "PYPERFINJECT_JITDUMP", "TRUE", "PYPERFINJECT_VERBOSE", "3",
                          "PYPERFINJECT_DIR", "/var/tmp/prof//", "PYPERFINJECT_KEEP_BINARIES",
-                         "yes", NULL};
+                         "yes", "PYPERFINJECT_GDB", "off", "PYPERFINJECT_GDB_BATCH", "1", NULL};
     struct pi_config cfg;
     char err[256] = "";
     assert_int_equal(parse(&cfg, env, err, sizeof err), 0);
+    assert_int_equal(cfg.gdb, 0);
+    assert_int_equal(cfg.gdb_batch, 1);
     assert_int_equal(cfg.enable, 0);
     assert_int_equal(cfg.map, 0);
     assert_int_equal(cfg.jitdump, 1);
@@ -144,6 +148,8 @@ static void test_signals(void **state)
     expect_rejected("PYPERFINJECT_SIGNAL", "");
     expect_rejected("PYPERFINJECT_DURATION", "-5");
     expect_rejected("PYPERFINJECT_START", "maybe");
+    expect_rejected("PYPERFINJECT_GDB_BATCH", "0");
+    expect_rejected("PYPERFINJECT_GDB_BATCH", "1025");
 }
 
 static void test_every_name_is_listed(void **state)
@@ -154,7 +160,7 @@ static void test_every_name_is_listed(void **state)
         assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
         i++;
     }
-    assert_int_equal(i, 11);
+    assert_int_equal(i, 13);
 }
 
 static void test_settings_text(void **state)

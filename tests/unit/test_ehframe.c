@@ -132,6 +132,12 @@ static void test_x86_absolute_form(void **state)
     for (size_t i = 25 + sizeof gas_x86_fde_tail - 5 + 2; i < 40; i++)
         assert_int_equal(fde[i], 0); /* DW_CFA_nop padding */
 
+    /* Any FDE of the shape, moved, is the one built for the new place. */
+    uint8_t moved[64];
+    assert_int_equal(pi_ehframe_abs_fde(&s, 0x1000, 24, moved, sizeof moved), 40);
+    pi_ehframe_abs_fde_move(moved, at, fde_offset);
+    assert_memory_equal(moved, fde, 40);
+
     struct pi_tramp_shape bad = s;
     bad.after_push = 0;
     assert_int_equal(pi_ehframe_abs_cie(&bad, cie, sizeof cie), 0);
