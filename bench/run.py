@@ -67,6 +67,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 import harness  # noqa: E402  (shared with tests/integration, tests/hardening)
+import gdb_attached  # noqa: E402
 WORKLOADS = os.path.join(HERE, "workloads")
 OUT_DIR = os.path.join(ROOT, "build", "bench")
 RUN_TIMEOUT = 600
@@ -100,15 +101,17 @@ CONFIGS = [
     Config("floor", "passthrough floor", True, {"PYPERFINJECT_PASSTHROUGH": "1"}),
     Config("map", "map only", True, {"PYPERFINJECT_JITDUMP": "0"}, files=("map",)),
     Config("jitdump", "jitdump + map (default)", True, {}, files=("map", "jit")),
+    Config("nogdb", "jitdump + map, no GDB JIT entries", True, {"PYPERFINJECT_GDB": "0"},
+           files=("map", "jit")),
     Config("off", "loaded, switched off", True, {"PYPERFINJECT_START": "0"}),
     Config("xperf", "CPython -X perf", False, xopt="perf"),
     Config("xperf_jit", "CPython -X perf_jit", False, xopt="perf_jit"),
 ]
 CONFIG = dict((c.key, c) for c in CONFIGS)
-LIB_CONFIGS = ("floor", "map", "jitdump", "off")
+LIB_CONFIGS = ("floor", "map", "jitdump", "nogdb", "off")
 # many_functions is the expensive one: only the configurations that make
 # trampolines (and plain) in a full run.
-MANY_CONFIGS = ("plain", "map", "jitdump", "xperf", "xperf_jit")
+MANY_CONFIGS = ("plain", "map", "jitdump", "nogdb", "xperf", "xperf_jit")
 
 
 # ------------------------------------------------------------ interpreters
@@ -538,7 +541,7 @@ def callgrind_phase(runner, results, interps, prof, jobs, keep_dir):
                 tasks.append((it, c, workload))
     # user-space instructions per new function (the write(2)s are not in them)
     for it in interps:
-        for c in ("plain", "map", "jitdump"):
+        for c in ("plain", "map", "jitdump", "nogdb"):
             tasks.append((it, c, "many"))
     # the first start-up again at the end: the counts must not have moved
     tasks += [(it, "plain", "startup-again") for it in interps]
@@ -850,7 +853,9 @@ def render(parts, interps, prof, machine, elapsed, callgrind, args):
                "timings.\n")
     out.append("Configurations: `plain` (no preload); `floor` (`PYPERFINJECT_PASSTHROUGH=1`: "
                "the hook alone, the cost of any PEP 523 function); `map` "
-               "(`PYPERFINJECT_JITDUMP=0`); `jitdump` (the default: map + jitdump); `off` "
+               "(`PYPERFINJECT_JITDUMP=0`); `jitdump` (the default: map + jitdump + GDB JIT "
+               "entries); `nogdb` (`PYPERFINJECT_GDB=0`: what the debugger entries cost is "
+               "`jitdump` - `nogdb`); `off` "
                "(`PYPERFINJECT_START=0`: loaded, switched off); `xperf` / `xperf_jit` "
                "(CPython's own `-X perf` (3.12+) / `-X perf_jit` (3.13+), without the "
                "library). Workloads (`bench/workloads/`): `startup` (`-c pass`), `fib.py` "
@@ -1037,6 +1042,12 @@ def main():
             log("instruction counts (callgrind, %d at a time)" % args.jobs)
             callgrind_phase(runner, res, usable, prof, max(1, args.jobs), keep_dir)
         res.check_outputs()
+        gdb_it = next((it for it in usable if it.label == "debian-3.11"), usable[0])
+        gdb_count = 500 if smoke else 10000
+        gdb_dir = os.path.join(scratch, "gdb")
+        os.makedirs(gdb_dir)
+        log("new functions with gdb attached: %d on %s" % (gdb_count, gdb_it.label))
+        gdb_res = gdb_attached.measure(gdb_it.command, snap, gdb_count, gdb_dir)
         elapsed = time.time() - t_start
 
         parts = tables(res, usable, prof, machine, elapsed, callgrind, keep_dir)
@@ -1050,6 +1061,7 @@ def main():
             elif not a.startswith(("--lib=", "--label=", "--doc=", "--no-doc")):
                 argv.append(a)
         doc = render(parts, usable, prof, machine, elapsed, callgrind, argv)
+        doc += gdb_section(gdb_res, gdb_it.label, gdb_count)
 
         # results.json: every number, for whoever wants to compare runs
         dump = {"machine": machine, "profile": prof, "argv": argv,
@@ -1057,12 +1069,19 @@ def main():
                                       version=it.probe()["version_text"], xperf=it.xperf,
                                       xperf_jit=it.xperf_jit) for it in usable],
                 "wall": res.wall, "instructions": res.ir,
+                "gdb_attached": dict(gdb_res, interpreter=gdb_it.label, count=gdb_count),
                 "problems": dict(("%s %s" % k, v) for k, v in res.problems.items())}
         json_path = os.path.join(OUT_DIR, "smoke.json" if smoke else "results.json")
         with open(json_path, "w") as f:
             json.dump(dump, f, indent=1, sort_keys=True)
 
         if smoke:
+            if not gdb_res:
+                skip("new functions with gdb attached: gdb is not installed")
+            else:
+                check(all(gdb_res.get(k) is not None for k, _t, _s in gdb_attached.WAYS),
+                      "new functions with gdb attached: %s" % ", ".join(
+                          "%s %s s" % (k, gdb_res.get(k)) for k, _t, _s in gdb_attached.WAYS))
             return smoke_checks(res, usable, prof, parts, doc, check, finish)
 
         full = not (only or args.quick or args.rounds)
@@ -1078,6 +1097,21 @@ def main():
         return 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def gdb_section(gdb_res, label, count):
+    out = ["\n## With a debugger attached\n",
+           "`bench/gdb_attached.py`: %d new functions (`many_functions.py`'s call phase) on %s, "
+           "the program started under `gdb -batch -ex run`. Each announcement to a debugger stops "
+           "the process twice while gdb re-reads the arena's symbol file; the library announces "
+           "once per `PYPERFINJECT_GDB_BATCH` new functions or 200 ms (docs/debuggers.md).\n"
+           % (count, label)]
+    if not gdb_res:
+        return "\n".join(out + ["gdb is not installed: not measured.\n"])
+    rows = [[title, "-" if gdb_res.get(key) is None else "%.2f" % gdb_res[key]]
+            for key, title, _s in gdb_attached.WAYS]
+    out.append(md_table(["how", "seconds"], rows))
+    return "\n".join(out) + "\n"
 
 
 def smoke_checks(res, usable, prof, parts, doc, check, finish):
