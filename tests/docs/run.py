@@ -716,6 +716,47 @@ def c_attach(ctx, cmd):
     return done
 
 
+def c_gdb(ctx, cmd):
+    """gdb -p, gcore, gdb on the core: a service started with the library
+    (app.py in a loop); gdb's backtrace names the example's functions, live
+    and from the core file."""
+    if shutil.which("gdb") is None:
+        raise Skip("gdb is not installed (make deps)")
+    service = subprocess.Popen(
+        ["python", "-c", "import runpy, sys\nprint('up', flush=True)\n"
+         "while True: runpy.run_path('app.py', run_name='__main__')"],
+        cwd=ctx.work, env=ctx.env({"LD_PRELOAD": LIB, "PYPERFINJECT_DIR": ctx.work}),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    core = os.path.join(ctx.work, "core.%d" % service.pid)
+    try:
+        service.stdout.readline()
+        time.sleep(0.5)  # into the example's functions
+        filled = ctx.fill(cmd).replace("PID", str(service.pid))
+        if filled.startswith("gdb -batch -ex bt"):
+            rc, out = ctx.sh("gcore -o core %d" % service.pid)
+            expect(rc, out, 0, what="making the core: ")
+        rc, out = ctx.sh(filled, timeout=300)
+        if filled.startswith("gcore"):
+            expect(rc, out, 0)
+            if not os.path.exists(core):
+                raise Fail("no %s after gcore: %s" % (core, out[-400:]))
+            return "core.PID written (%d MB)" % (os.path.getsize(core) >> 20)
+        expect(rc, out, 0)
+        named = [f for f in APP_FUNCTIONS if re.search(r"in py::%s:\S*app\.py, line \d+ \(\)" % f,
+                                                         out)]
+        if len(named) < 2:
+            raise Fail("gdb's backtrace names %s of the example's functions: %s" % (
+                named, out[-1200:]))
+        return "gdb names %s%s" % (", ".join(named), " from the core" if "core" in filled else "")
+    finally:
+        service.kill()
+        service.wait()
+        service.stdout.close()
+        for leftover in [core] + glob.glob(os.path.join(ctx.work, "*-%d.*" % service.pid)):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
 CHECKS = [
     # (regular expression a documented command matches in full, check)
     (r"make demo", c_make_demo),
@@ -735,6 +776,9 @@ CHECKS = [
     (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),
     (r"pyperf-run record --pid PID --seconds 30", c_record_pid),
     (r"pyperf-run (attach|detach) PID", c_attach),
+    (r"gdb -p PID -batch -ex 'thread apply all bt'", c_gdb),
+    (r"gcore -o core PID", c_gdb),
+    (r"gdb -batch -ex bt \"\$\(readlink /proc/PID/exe\)\" core\.PID", c_gdb),
     (r"pyperf-run samply record python app\.py", c_samply),
     (r"pyperf-run perf record -g -- python app\.py", c_perf_record_g),
     (r"pyperf-run perf record .*--call-graph dwarf,65528 .* -o perf\.data -- python app\.py",
