@@ -125,7 +125,7 @@ def threads_of(bt_text):
     return threads
 
 
-def check_chain(bt_text, what, names, chain=CHAIN):
+def check_chain(bt_text, names, what, chain=CHAIN):
     """The thread with foo shows chain's names in order, each between the
     interpreter's frames. Returns a short note."""
     for frames in threads_of(bt_text):
@@ -173,7 +173,7 @@ def scenario_gdb(runner, interp, work):
         t0 = time.time()
         live = gdb(pid, program, "thread apply all bt", *asks)
         live_s = time.time() - t0
-        note = [check_chain(live, "live", names)]
+        note = [check_chain(live, names, "live")]
         for a, n in probes:
             if "%s, line 1 in section .text" % n not in live:
                 raise Fail("gdb's info symbol 0x%x does not name %s:\n%s" % (a, n, live[-2000:]))
@@ -201,7 +201,7 @@ def scenario_gdb(runner, interp, work):
             note.append("no crash core (core_pattern %r)" % f.read().strip())
     for what, path in cores:
         dumped = gdb(path, program, "thread apply all bt", *asks)
-        note.append(check_chain(dumped, what, names))
+        note.append(check_chain(dumped, names, what))
         for a, n in probes:
             if "%s, line 1 in section .text" % n not in dumped:
                 raise Fail("in the %s, info symbol 0x%x does not name %s" % (what, a, n))
@@ -223,43 +223,33 @@ def scenario_gdb_inert(runner, interp, work):
     return "no py:: frame, no JIT entry"
 
 
-def scenario_gdb_lock(runner, interp, work):
-    """Blocked on a lock: the same chain."""
+def live_backtrace(runner, interp, work, mode, env=None):
+    """(gdb -p's backtraces of blocked.py MODE, the chain's names), Python 3."""
     needs_gdb(interp)
     if interp.version[0] == 2:
         raise NotApplicable()
-    proc, pid, names = start(runner, interp, work, "lock")
+    proc, pid, names = start(runner, interp, work, mode, 0, env)
     try:
-        return check_chain(gdb(pid, program_of(pid), "thread apply all bt"), "live", names)
+        return gdb(pid, program_of(pid), "thread apply all bt"), names
     finally:
-        stop(proc)
+        stop(proc, pid)
+
+
+def scenario_gdb_lock(runner, interp, work):
+    """Blocked on a lock: the same chain."""
+    return check_chain(*live_backtrace(runner, interp, work, "lock"), what="live")
 
 
 def scenario_gdb_fork(runner, interp, work):
     """A forked child: the parent's names (bar, baz, <module>) and its own (foo)."""
-    needs_gdb(interp)
-    if interp.version[0] == 2:
-        raise NotApplicable()
-    proc, child, names = start(runner, interp, work, "fork")
-    try:
-        out = gdb(child, program_of(child), "thread apply all bt")
-    finally:
-        stop(proc, child)
-    return check_chain(out, "child", names)
+    return check_chain(*live_backtrace(runner, interp, work, "fork"), what="child")
 
 
 def scenario_gdb_switch(runner, interp, work):
     """Switched off and on: a function made while off is unnamed, the others
     (before, and foo after) are named."""
-    needs_gdb(interp)
-    if interp.version[0] == 2:
-        raise NotApplicable()
-    proc, pid, names = start(runner, interp, work, "switch")
-    try:
-        out = gdb(pid, program_of(pid), "thread apply all bt")
-    finally:
-        stop(proc)
-    note = check_chain(out, "live", names)
+    out, names = live_backtrace(runner, interp, work, "switch")
+    note = check_chain(out, names, "live")
     if "py::unnamed:" in out:
         raise Fail("the function made while switched off is named")
     return note
@@ -268,32 +258,21 @@ def scenario_gdb_switch(runner, interp, work):
 def scenario_gdb_settings(runner, interp, work):
     """PYPERFINJECT_GDB=0: no names for gdb, the map as ever; MAP=0 and
     JITDUMP=0: names for gdb and no file."""
-    needs_gdb(interp)
-    if interp.version[0] == 2:
-        raise NotApplicable()
     off = os.path.join(work, "gdb-off")
     only = os.path.join(work, "gdb-only")
     os.mkdir(off)
     os.mkdir(only)
-    proc, pid, _ = start(runner, interp, off, "sleep", 0, {"PYPERFINJECT_GDB": "0"})
-    try:
-        out = gdb(pid, program_of(pid), "thread apply all bt")
-        named = [n for _, n in map_entries(off, pid)]
-    finally:
-        stop(proc)
+    out, _ = live_backtrace(runner, interp, off, "sleep", {"PYPERFINJECT_GDB": "0"})
     if "py::" in out:
         raise Fail("PYPERFINJECT_GDB=0, and gdb shows py:: frames")
-    if "py::foo:%s" % BLOCKED not in named:
-        raise Fail("PYPERFINJECT_GDB=0 changed the map: no py::foo")
-    proc, pid, names = start(runner, interp, only, "sleep", 0,
-                             {"PYPERFINJECT_MAP": "0", "PYPERFINJECT_JITDUMP": "0"})
-    try:
-        out = gdb(pid, program_of(pid), "thread apply all bt")
-    finally:
-        stop(proc)
+    maps = [f for f in os.listdir(off) if f.startswith("perf-")]
+    if len(maps) != 1 or "py::foo:%s\n" % BLOCKED not in open(os.path.join(off, maps[0])).read():
+        raise Fail("PYPERFINJECT_GDB=0 changed the map: no py::foo in %s" % maps)
+    out, names = live_backtrace(runner, interp, only, "sleep",
+                                {"PYPERFINJECT_MAP": "0", "PYPERFINJECT_JITDUMP": "0"})
     if os.listdir(only):
         raise Fail("PYPERFINJECT_MAP=0 PYPERFINJECT_JITDUMP=0 wrote %s" % os.listdir(only))
-    return "GDB=0: map only; MAP=0 JITDUMP=0: " + check_chain(out, "live", names)
+    return "GDB=0: map only; MAP=0 JITDUMP=0: " + check_chain(out, names, "live")
 
 
 def scenario_gdb_started(runner, interp, work):
@@ -315,7 +294,7 @@ def scenario_gdb_started(runner, interp, work):
     if "SIGABRT" not in out.stdout:
         raise Fail("the program did not stop at its abort under gdb:\n%s" % out.stdout[-2000:])
     names = chain_names(int(re.search(r"^ready \d+ (\d+)$", out.stdout, re.M).group(1)))
-    return check_chain(out.stdout, "started", names) + "; 3000 functions under gdb in %.1f s" % took
+    return check_chain(out.stdout, names, "started") + "; 3000 functions under gdb in %.1f s" % took
 
 
 def scenario_gdb_jit(runner, interp, work):
@@ -350,7 +329,7 @@ def scenario_gdb_jit(runner, interp, work):
         raise Fail("with the library gdb lists %d JIT entries, CPython alone %d" % (
             together, cpython))
     return "CPython's %d entries + the library's %d; %s" % (
-        cpython, together - cpython, check_chain(out, "live", names))
+        cpython, together - cpython, check_chain(out, names, "live"))
 
 
 def scenario_lldb(runner, interp, work):
