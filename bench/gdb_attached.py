@@ -34,11 +34,14 @@ def measure(command, lib, count, scratch):
     out = {}
     for key, _title, settings in WAYS:
         env = harness.clean_env(PYPERFINJECT_DIR=scratch, **(settings or {}))
-        harness.preload(env, lib)
         argv = [command, MANY, str(count), "1000"]
-        if settings is not None:
+        if settings is None:
+            harness.preload(env, lib)
+        else:  # the preload for the program only: gdb embeds a Python of its own
             argv = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off",
-                    "-ex", "set auto-load off", "-ex", "run", "--args"] + argv
+                    "-ex", "set auto-load off",
+                    "-ex", "set environment LD_PRELOAD " + harness.ld_preload(lib),
+                    "-ex", "run", "--args"] + argv
         try:
             run = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=env, cwd=scratch,

@@ -283,9 +283,11 @@ def scenario_gdb_started(runner, interp, work):
         # gdb runs the sysroot wrapper script: it would follow a shell.
         raise NotApplicable()
     env = harness.clean_env(keep_python=True, PYPERFINJECT_DIR=work)
-    harness.preload(env, runner.lib)
-    argv = list(GDB) + ["-ex", "run", "-ex", "thread apply all bt", "--args", interp.command,
-                        BLOCKED, "abort", "3000"]
+    # The preload for the program only: gdb embeds a Python of its own.
+    preload = harness.ld_preload(runner.lib)
+    argv = list(GDB) + ["-ex", "set environment LD_PRELOAD " + preload, "-ex", "run",
+                        "-ex", "thread apply all bt", "--args", interp.command, BLOCKED, "abort",
+                        "3000"]
     t0 = time.time()
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                          cwd=work, stdin=subprocess.DEVNULL, universal_newlines=True,
