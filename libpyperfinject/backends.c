@@ -42,8 +42,19 @@ int pi_backends_open(struct pi_backends *b, const struct pi_config *cfg, long pi
             snprintf(err, errlen, "%s", failures[0]);
         return -1;
     }
-    for (int i = 0; i < nfailed; i++) /* partial: say what is missing, carry on */
-        pi_log(PI_LOG_WARN, "%s", failures[i]);
+    if (nfailed == 0)
+        return 0;
+    /* Partial: say what is missing, in one line (a directory that does not
+     * exist fails both files), and carry on with the rest. */
+    char line[sizeof failures + 2 * PI_MAX_BACKENDS];
+    size_t used = 0;
+    for (int i = 0; i < nfailed && used < sizeof line; i++) {
+        int n = snprintf(line + used, sizeof line - used, "%s%s", i ? "; " : "", failures[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    pi_log(PI_LOG_WARN, "%s", line);
     return 0;
 }
 

@@ -147,6 +147,25 @@ static void test_unusable_directory_gives_the_reason(void **state)
     assert_non_null(strstr(err, "missing"));
 }
 
+/* With the debugger entries on, a directory that does not exist costs the
+ * files only: the library goes on naming trampolines for debuggers. */
+static void test_unusable_directory_leaves_the_debugger_entries(void **state)
+{
+    (void)state;
+    struct pi_config cfg = config(1, 1);
+    cfg.gdb = 1;
+    cfg.gdb_batch = 256;
+    snprintf(cfg.dir, sizeof cfg.dir, "%s/missing", dir);
+    struct pi_backends b = {0}; /* as the library's state: static, zeroed */
+    char err[512] = "", files[8200];
+    assert_int_equal(pi_backends_open(&b, &cfg, 4106, err, sizeof err), 0);
+    assert_int_equal(b.n, 1);
+    assert_string_equal(b.list[0].ops->name, pi_gdbjit_ops.name);
+    assert_int_equal(b.gdbjit.batch, 256);
+    pi_backends_describe(&b, files, sizeof files);
+    assert_string_equal(files, ""); /* no file to name */
+}
+
 static void test_a_failed_output_stops_alone(void **state)
 {
     (void)state;
@@ -188,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_both_outputs_get_every_trampoline),
         cmocka_unit_test(test_only_what_is_switched_on),
         cmocka_unit_test(test_unusable_directory_gives_the_reason),
+        cmocka_unit_test(test_unusable_directory_leaves_the_debugger_entries),
         cmocka_unit_test(test_a_failed_output_stops_alone),
         cmocka_unit_test(test_giving_way_to_cpython),
     };
