@@ -630,12 +630,14 @@ def model(var, value):
             return False
         n = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
         return lo <= n <= hi
-    if var in ("ENABLE", "MAP", "JITDUMP", "FORK_COPY", "START", "PASSTHROUGH"):
+    if var in ("ENABLE", "MAP", "JITDUMP", "GDB", "FORK_COPY", "START", "PASSTHROUGH"):
         return v.lower() in ("1", "0", "yes", "no", "on", "off", "true", "false")
     if var == "VERBOSE":
         return is_int(v, 0, 3)
     if var == "DURATION":
         return is_int(v, 0, 31536000)
+    if var == "GDB_BATCH":
+        return is_int(v, 1, 1024)
     if var == "KEEP_BINARIES" and v.lower() in ("1", "0", "yes", "no", "on", "off", "true", "false"):
         return True
     if var in ("DIR", "KEEP_BINARIES"):
@@ -1393,8 +1395,8 @@ TESTS = [
     ("fs/deleted-dir", t_deleted_dir, ("debian",)),
     ("fs/deleted-cwd", t_deleted_cwd, ("debian",)),
 ] + [("env/" + v, t_env(v), ("debian",)) for v in
-     ("ENABLE", "MAP", "JITDUMP", "VERBOSE", "FORK_COPY", "DIR", "START", "SIGNAL", "DURATION",
-      "PASSTHROUGH", "KEEP_BINARIES")] + [
+     ("ENABLE", "MAP", "JITDUMP", "GDB", "GDB_BATCH", "VERBOSE", "FORK_COPY", "DIR", "START",
+      "SIGNAL", "DURATION", "PASSTHROUGH", "KEEP_BINARIES")] + [
     ("input/hostile-names", t_names, SMOKE_ALL),
     ("crash/sigkill", t_kill, ("debian", "newest-sid")),
     ("crash/sigkill-perf-inject", t_kill_perf, ("debian",)),
