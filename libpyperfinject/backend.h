@@ -114,14 +114,12 @@ struct pi_jitdump {
 struct pi_gdbjit_file;
 struct pi_gdbjit {
     uint32_t batch;        /* set by the owner before open: announce after this
-                              many new symbols (PYPERFINJECT_GDB_BATCH), */
-    int open;
+                              many new symbols (PYPERFINJECT_GDB_BATCH) */
     struct pi_gdbjit_file *current; /* the arena new trampolines go to */
     uint32_t unannounced;  /* symbols added since a debugger last read it */
-    uint64_t announced_ns; /* when it last did (CLOCK_MONOTONIC) */
-    uint64_t interval_ns;  /* or this long after the last announcement */
+    uint64_t announced_ns; /* when it last did (CLOCK_MONOTONIC); 200 ms later
+                              counts as a batch too */
     int watched;           /* a debugger's breakpoint was seen at the last look */
-    long trusted_pid;      /* the process that checked the breakpoint is its tracer's */
     uint64_t announcements; /* calls a debugger was stopped for (bench, tests) */
 };
 

@@ -230,10 +230,6 @@ static void emit_cie(struct cfi_writer *w, const struct arch_cfi *a, uint8_t poi
     end_entry(w, start);
 }
 
-/* The FDE walks the prologue and epilogue: frame record pushed, frame
- * pointer set, frame record popped (back to the entry rule for `ret`).
- * Offsets are from the .eh_frame start (w->len), the code begins code_off
- * bytes before it. */
 /* Field offsets of an absolute-form FDE (emit_fde): length, CIE pointer,
  * pc_begin, address_range. */
 enum { ABS_FDE_CIE_POINTER = 4, ABS_FDE_PC_BEGIN = 8 };
@@ -249,6 +245,9 @@ struct fde_place {
     uint32_t fde_offset;
 };
 
+/* The FDE walks the prologue and epilogue: frame record pushed, frame
+ * pointer set, frame record popped (back to the entry rule for `ret`).
+ * Where its code is: `at`. */
 static void emit_fde(struct cfi_writer *w, const struct arch_cfi *a,
                      const struct pi_tramp_shape *s, const struct fde_place *at)
 {

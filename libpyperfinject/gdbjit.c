@@ -235,7 +235,7 @@ static int gdbjit_open(void *self, const char *dir, long pid, char *err, size_t 
 {
     (void)dir, (void)pid, (void)err, (void)errlen;
     struct pi_gdbjit *g = self;
-    *g = (struct pi_gdbjit){.batch = g->batch ? g->batch : 1, .open = 1, .interval_ns = INTERVAL_NS};
+    *g = (struct pi_gdbjit){.batch = g->batch ? g->batch : 1};
     return 0;
 }
 
@@ -264,7 +264,7 @@ static int gdbjit_write(void *self, const struct pi_tramp_info *t)
     if (!g->watched)
         return 0;
     g->unannounced++;
-    if (fresh || g->unannounced >= g->batch || now_ns() - g->announced_ns >= g->interval_ns)
+    if (fresh || g->unannounced >= g->batch || now_ns() - g->announced_ns >= INTERVAL_NS)
         announce(g, g->current);
     return 0;
 }

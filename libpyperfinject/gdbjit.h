@@ -8,7 +8,7 @@
 
 /* The symbol files in the library's descriptor list, newest first: up to
  * max of their addresses and sizes. Returns how many the list holds. For
- * tests and the benchmark; a debugger reads the same list. */
+ * tests; a debugger reads the same list. */
 size_t pi_gdbjit_files(const uint8_t **addrs, uint64_t *sizes, size_t max);
 
 #endif

@@ -67,9 +67,9 @@ int pi_gdbelf_init(struct pi_gdbelf *e, uint8_t *base, size_t cap, volatile uint
     if (plan(shape, max_syms, name_max, &l) != 0 || l.end > cap)
         return -1;
     *e = (struct pi_gdbelf){
-        .base = base, .size = size, .shape = *shape, .max_syms = max_syms,
+        .base = base, .size = size, .max_syms = max_syms,
         .cie_size = l.cie_size, .fde_size = l.fde_size, .eh_off = l.eh_off,
-        .sym_off = l.sym_off, .str_off = l.str_off, .eh_addr = (uintptr_t)(base + l.eh_off),
+        .sym_off = l.sym_off, .str_off = l.str_off,
         .str_used = 1, /* the empty name */
     };
 
@@ -103,7 +103,9 @@ int pi_gdbelf_init(struct pi_gdbelf *e, uint8_t *base, size_t cap, volatile uint
     } sections[] = {
         {SEC_TEXT, SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, text_addr, names_off, text_size, 16,
          0, 0, 0},
-        {SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, e->eh_addr, l.eh_off, l.cie_size, 8, 0, 0, 0},
+        /* .eh_frame's address is where its bytes are: nothing else claims it */
+        {SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, (uintptr_t)(base + l.eh_off), l.eh_off,
+         l.cie_size, 8, 0, 0, 0},
         /* sh_info: index of the first non-local symbol (all but the null one) */
         {SEC_SYMTAB, SHT_SYMTAB, 0, 0, l.sym_off, sizeof(Elf64_Sym), 8, sizeof(Elf64_Sym),
          SEC_STRTAB, 1},

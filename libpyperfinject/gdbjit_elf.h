@@ -21,12 +21,10 @@
 struct pi_gdbelf {
     uint8_t *base;            /* the ELF header: start of the file */
     volatile uint64_t *size;  /* where the file's size is published */
-    struct pi_tramp_shape shape;
     uint32_t max_syms;
     uint32_t nsyms;           /* function symbols so far */
     uint32_t cie_size, fde_size;
     uint64_t eh_off, sym_off, str_off; /* section offsets in the file */
-    uint64_t eh_addr;         /* .eh_frame's address: where its bytes are */
     uint64_t str_used;
     uint8_t fde[64];          /* the FDE every trampoline's is a moved copy of */
 };

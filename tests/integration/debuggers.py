@@ -52,13 +52,15 @@ def allow_cores():
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
-def start(runner, interp, work, mode, extra=0, env=None, cores=False):
-    """blocked.py MODE EXTRA under the preload; returns (process, pid of the
-    blocked process, the chain's names) once it says it is ready. cores:
-    with no limit on core files (the kernel writes one when it crashes)."""
+def start(runner, interp, work, mode, extra=0, env=None, cores=False, preload=True):
+    """blocked.py MODE EXTRA under the preload (or without it); returns
+    (process, pid of the blocked process, the chain's names) once it says it
+    is ready. cores: with no limit on core files (the kernel writes one when
+    it crashes)."""
     full = harness.clean_env(keep_python=True, PYPERFINJECT_DIR=work)
     full.update(env or {})
-    harness.preload(full, runner.lib)  # as Runner.run: a sysroot wrapper passes LD_PRELOAD on
+    if preload:  # as Runner.run: a sysroot wrapper passes LD_PRELOAD on
+        harness.preload(full, runner.lib)
     proc = subprocess.Popen([interp.command, BLOCKED, mode, str(extra)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=full, cwd=work,
                             universal_newlines=True, preexec_fn=allow_cores if cores else None)
@@ -310,14 +312,7 @@ def scenario_gdb_jit(runner, interp, work):
     for preload in (False, True):
         sub = os.path.join(work, "pre" if preload else "plain")
         os.mkdir(sub)
-        if preload:
-            proc, pid, names = start(runner, interp, sub, "hot", 2000, env)
-        else:
-            full = harness.clean_env(keep_python=True, PYPERFINJECT_DIR=sub, **env)
-            proc = subprocess.Popen([interp.command, BLOCKED, "hot", "2000"],
-                                    stdout=subprocess.PIPE, env=full, cwd=sub,
-                                    universal_newlines=True)
-            pid = int(proc.stdout.readline().split()[1])
+        proc, pid, names = start(runner, interp, sub, "hot", 2000, env, preload=preload)
         try:
             out = gdb(pid, program_of(pid), "thread apply all bt", "maint info jit")
         finally:
