@@ -1,6 +1,5 @@
 #include "names.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. Rejects
@@ -33,6 +32,28 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
     return len;
 }
 
+/* 1 if all eight bytes of w are printable ASCII (0x20..0x7e): no byte
+ * below 0x20 and none above 0x7e, tested on the whole word at once. */
+static int printable8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t below = (w - ones * 0x20) & ~w;  /* high bit set in bytes < 0x20 */
+    uint64_t above = (w + ones * (0x7f - 0x7e)) | w; /* ... in bytes > 0x7e */
+    return ((below | above) & highs) == 0;
+}
+
+/* Length of the run of printable ASCII at s[0..len): eight bytes a step,
+ * then byte by byte. */
+static size_t printable_run(const unsigned char *s, size_t len)
+{
+    size_t run = 0;
+    for (uint64_t w; run + 8 <= len && (memcpy(&w, s + run, 8), printable8(w));)
+        run += 8;
+    while (run < len && s[run] >= 0x20 && s[run] < 0x7f)
+        run++;
+    return run;
+}
+
 /* Appends src with escaping; returns 1 if all of it fitted. */
 static int append(char *out, size_t *used, size_t cap, const char *src, size_t len)
 {
@@ -42,9 +63,7 @@ static int append(char *out, size_t *used, size_t cap, const char *src, size_t l
     size_t i = 0;
     while (i < len) {
         /* Runs of printable ASCII (nearly every name) are copied whole. */
-        size_t run = 0;
-        while (i + run < len && s[i + run] >= 0x20 && s[i + run] < 0x7f)
-            run++;
+        size_t run = printable_run(s + i, len - i);
         if (run > 0) {
             size_t room = cap - 1 - u;
             size_t n = run < room ? run : room;
@@ -112,11 +131,35 @@ size_t pi_format_symbol(char *out, size_t cap, const char *qualname, size_t qual
     return used;
 }
 
-size_t pi_format_map_line(char *out, size_t cap, uintptr_t start, uint32_t size,
-                          const char *symbol)
+/* Writes v in lowercase hex without leading zeros (at least one digit).
+ * Returns the digits written (at most 16). */
+static size_t put_hex(char *out, uint64_t v)
 {
-    int n = snprintf(out, cap, "%lx %x %s\n", (unsigned long)start, (unsigned)size, symbol);
-    if (n < 0 || (size_t)n >= cap)
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    size_t n = 0;
+    do {
+        tmp[n++] = hex[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+size_t pi_format_map_line(char *out, size_t cap, uintptr_t start, uint32_t size,
+                          const char *symbol, size_t symbol_len)
+{
+    /* Two numbers of at most 16 digits, two spaces, the newline and a NUL. */
+    if (cap < symbol_len + 2 * 16 + 4)
         return 0;
-    return (size_t)n;
+    size_t n = put_hex(out, start);
+    out[n++] = ' ';
+    n += put_hex(out + n, size);
+    out[n++] = ' ';
+    memcpy(out + n, symbol, symbol_len);
+    n += symbol_len;
+    out[n++] = '\n';
+    out[n] = '\0';
+    return n;
 }

@@ -24,9 +24,10 @@ size_t pi_format_symbol(char *out, size_t cap, const char *qualname, size_t qual
                         const char *filename, size_t filename_len);
 
 /* Writes one perf-map line "<start hex> <size hex> <symbol>\n" (no 0x, as
- * perf's jit-interface.txt specifies). Returns the length, or 0 if cap is too
- * small. */
+ * perf's jit-interface.txt specifies; symbol is symbol_len bytes), NUL-
+ * terminated. Returns the length, or 0 if cap is smaller than symbol_len +
+ * 36 (the longest numbers), whatever the numbers are. */
 size_t pi_format_map_line(char *out, size_t cap, uintptr_t start, uint32_t size,
-                          const char *symbol);
+                          const char *symbol, size_t symbol_len);
 
 #endif

@@ -36,7 +36,8 @@ static int perfmap_write(void *self, const struct pi_tramp_info *t)
 {
     struct pi_perfmap *m = self;
     char line[PI_SYMBOL_MAX + 64];
-    size_t len = pi_format_map_line(line, sizeof line, t->addr, t->code_size, t->symbol);
+    size_t len = pi_format_map_line(line, sizeof line, t->addr, t->code_size, t->symbol,
+                                    t->symbol_len);
     if (len == 0)
         return errno = EOVERFLOW, -1;
     if (!pi_outfile_still_ours(m->fd, &m->id))

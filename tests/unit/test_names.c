@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -36,6 +37,30 @@ static void test_utf8_kept_invalid_escaped(void **state)
     const char file[] = "/caf\xc3\xa9-\xe6\xbc\xa2-\xff-\xed\xa0\x80-\xc0\xaf";
     pi_format_symbol(out, sizeof out, "f", 1, file, sizeof file - 1);
     assert_string_equal(out, "py::f:/caf\xc3\xa9-\xe6\xbc\xa2-\\xff-\\xed\\xa0\\x80-\\xc0\\xaf");
+}
+
+/* Names are scanned eight bytes at a time: a byte to escape is found at
+ * every position of a word, and the bytes at the edges of the printable
+ * range (0x20, 0x7e) are kept. */
+static void test_escape_at_every_position(void **state)
+{
+    (void)state;
+    static const unsigned char probes[] = {0x00, 0x01, 0x1f, 0x7f, 0x80, 0xff, 0x20, 0x7e};
+    for (size_t k = 0; k < sizeof probes; k++) {
+        for (size_t at = 0; at < 24; at++) {
+            char in[24], want[64], out[64];
+            memset(in, 'a', sizeof in);
+            in[at] = (char)probes[k];
+            int keep = probes[k] == 0x20 || probes[k] == 0x7e;
+            int n = snprintf(want, sizeof want, "%.*s", (int)at, in);
+            n += keep ? snprintf(want + n, sizeof want - (size_t)n, "%c", probes[k])
+                      : snprintf(want + n, sizeof want - (size_t)n, "\\x%02x", probes[k]);
+            snprintf(want + n, sizeof want - (size_t)n, "%.*s", (int)(sizeof in - at - 1), in + at + 1);
+            size_t len = pi_sanitize_append(out, 0, sizeof out, in, sizeof in);
+            assert_string_equal(out, want);
+            assert_int_equal(len, strlen(want));
+        }
+    }
 }
 
 static void test_null_parts(void **state)
@@ -80,10 +105,36 @@ static void test_map_line(void **state)
 {
     (void)state;
     char line[128];
-    size_t n = pi_format_map_line(line, sizeof line, 0x7f3529fcf759u, 0xb, "py::bar:/run/t.py");
+    size_t n = pi_format_map_line(line, sizeof line, 0x7f3529fcf759u, 0xb, "py::bar:/run/t.py", 17);
     assert_string_equal(line, "7f3529fcf759 b py::bar:/run/t.py\n");
     assert_int_equal(n, strlen(line));
-    assert_int_equal(pi_format_map_line(line, 10, 0x7f3529fcf759u, 0xb, "py::x"), 0);
+    assert_int_equal(pi_format_map_line(line, 10, 0x7f3529fcf759u, 0xb, "py::x", 5), 0);
+}
+
+/* Zeros are one digit; the largest numbers are all their digits. */
+static void test_map_line_extremes(void **state)
+{
+    (void)state;
+    char line[128];
+    assert_int_equal(pi_format_map_line(line, sizeof line, 0, 0, "py::z", 5), 10);
+    assert_string_equal(line, "0 0 py::z\n");
+    pi_format_map_line(line, sizeof line, UINTPTR_MAX, UINT32_MAX, "py::m", 5);
+    assert_string_equal(line, "ffffffffffffffff ffffffff py::m\n");
+    pi_format_map_line(line, sizeof line, 0x10, 0x100, "py::p", 5);
+    assert_string_equal(line, "10 100 py::p\n");
+}
+
+/* The capacity asked for is the symbol and the longest numbers, so a line
+ * never depends on the addresses to fit. */
+static void test_map_line_capacity(void **state)
+{
+    (void)state;
+    char line[64];
+    memset(line, 'x', sizeof line);
+    assert_int_equal(pi_format_map_line(line, 5 + 35, 1, 1, "py::a", 5), 0);
+    assert_int_equal(line[0], 'x'); /* nothing written */
+    assert_int_equal(pi_format_map_line(line, 5 + 36, 1, 1, "py::a", 5), 10);
+    assert_string_equal(line, "1 1 py::a\n");
 }
 
 int main(void)
@@ -95,7 +146,10 @@ int main(void)
         cmocka_unit_test(test_null_parts),
         cmocka_unit_test(test_long_names_are_cut_with_ellipsis),
         cmocka_unit_test(test_cut_never_splits_utf8),
+        cmocka_unit_test(test_escape_at_every_position),
         cmocka_unit_test(test_map_line),
+        cmocka_unit_test(test_map_line_extremes),
+        cmocka_unit_test(test_map_line_capacity),
     };
     return cmocka_run_group_tests_name("names", tests, NULL, NULL);
 }

@@ -85,16 +85,24 @@ static void test_refuses_other_owner(void **state)
     assert_string_equal(slurp(path), "theirs\n");
 }
 
+/* Sets the trampoline's symbol and its length, as the evaluator does. */
+static void name(struct pi_tramp_info *t, const char *symbol)
+{
+    t->symbol = symbol;
+    t->symbol_len = strlen(symbol);
+}
+
 static void test_perfmap_lines_and_fork_copy(void **state)
 {
     (void)state;
     struct pi_perfmap parent = {.fd = -1};
     char err[256];
     assert_int_equal(pi_perfmap_ops.open(&parent, dir, 100, err, sizeof err), 0);
-    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16, .symbol = "py::a:/x.py"};
+    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16};
+    name(&t, "py::a:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
     t.addr += 128;
-    t.symbol = "py::b:/x.py";
+    name(&t, "py::b:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
     /* What a forked child does: its own file first, with its own lines;
@@ -106,10 +114,10 @@ static void test_perfmap_lines_and_fork_copy(void **state)
     assert_int_equal(pi_perfmap_ops.inheritable(&child), parent.size);
     assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 101, err, sizeof err), 0);
     t.addr = 0x7f0000101000u;
-    t.symbol = "py::c:/x.py";
+    name(&t, "py::c:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
     t.addr = 0x7f0000001100u;
-    t.symbol = "py::parent_later:/x.py";
+    name(&t, "py::parent_later:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&parent, &t), 0);
 
     char path[256];
@@ -118,7 +126,7 @@ static void test_perfmap_lines_and_fork_copy(void **state)
     assert_int_equal(pi_perfmap_ops.inherit(&child, dir, err, sizeof err), 0);
     assert_int_equal(pi_perfmap_ops.inheritable(&child), 0);
     t.addr = 0x7f0000101080u;
-    t.symbol = "py::d:/x.py";
+    name(&t, "py::d:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
     assert_string_equal(slurp(path), "7f0000101000 10 py::c:/x.py\n"
                                      "7f0000001000 10 py::a:/x.py\n"
@@ -141,14 +149,15 @@ static void test_perfmap_grandchild_inherits_both(void **state)
     char err[256];
     struct pi_perfmap gp = {.fd = -1};
     assert_int_equal(pi_perfmap_ops.open(&gp, dir, 200, err, sizeof err), 0);
-    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16, .symbol = "py::gp:/x.py"};
+    struct pi_tramp_info t = {.addr = 0x7f0000001000u, .code_size = 16};
+    name(&t, "py::gp:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&gp, &t), 0);
 
     struct pi_perfmap child = gp;
     pi_perfmap_ops.forked(&child, 1);
     assert_int_equal(pi_perfmap_ops.start_child(&child, dir, 201, err, sizeof err), 0);
     t.addr = 0x7f0000101000u;
-    t.symbol = "py::child:/x.py";
+    name(&t, "py::child:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&child, &t), 0);
 
     struct pi_perfmap off = child;
@@ -162,7 +171,7 @@ static void test_perfmap_grandchild_inherits_both(void **state)
     close(grand.sources[0].fd); /* the program closed it: found by path */
     grand.sources[0].fd = 999;
     t.addr = 0x7f0000201000u;
-    t.symbol = "py::grand:/x.py";
+    name(&t, "py::grand:/x.py");
     assert_int_equal(pi_perfmap_ops.write(&grand, &t), 0);
     assert_int_equal(pi_perfmap_ops.inherit(&grand, dir, err, sizeof err), 0);
     char path[256];
