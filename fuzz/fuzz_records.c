@@ -110,8 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(pi_ehframe_build(&s, unwind, sz.total - 1, NULL) == 0, "short eh build");
         FUZZ_CHECK(pi_ehframe_build(&s, unwind, sizeof unwind, NULL) == sz.total, "eh build");
         ts += fz_u8(&f) % 3; /* equal timestamps are allowed */
-        ENCODE(p, pi_jr_debug_info_size(t[i].file),
-               pi_jr_debug_info(buf, cap, ts, t[i].addr, s.code_size, t[i].line, t[i].file));
+        ENCODE(p, pi_jr_debug_info_size(t[i].file, 0),
+               pi_jr_debug_info(buf, cap, ts, t[i].addr, s.code_size, t[i].line, t[i].file, 0));
         ENCODE(p, pi_jr_unwinding_info_size(sz.total),
                pi_jr_unwinding_info(buf, cap, ts, unwind, sz.total, sz.hdr_size, sz.mapped_size));
         ENCODE(p, pi_jr_code_load_size(t[i].name, s.code_size),

@@ -6,6 +6,7 @@
 #ifndef PI_BACKEND_H
 #define PI_BACKEND_H
 
+#include "mmaplog.h"
 #include "outfile.h"
 
 #include <stddef.h>
@@ -104,6 +105,8 @@ struct pi_jitdump {
     uint32_t elf_mach; /* EM_X86_64 / EM_AARCH64 */
     int closed;        /* JIT_CODE_CLOSE written */
     void *marker;      /* the PROT_EXEC mapping perf looks for */
+    struct pi_mmaplog log; /* the records' writer, unless write(2) serves */
+    uint32_t forks;    /* forks this state went through (thread ids change) */
     int parent_fd;     /* a forked child: the parent's descriptor, to close */
     struct pi_file_id parent_id;
     char path[4096];

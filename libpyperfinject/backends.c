@@ -107,14 +107,25 @@ void pi_backends_describe(const struct pi_backends *b, char *buf, size_t len)
     }
 }
 
-void pi_backends_give_way(struct pi_backends *b, const char *cpython_backend, const char *dir)
+unsigned pi_backends_give_way(struct pi_backends *b, const char *cpython_backend, const char *dir)
 {
+    unsigned stopped = 0;
     if (strcmp(dir, "/tmp") != 0)
-        return; /* CPython writes to /tmp: files elsewhere are not in its way */
+        return 0; /* CPython writes to /tmp: files elsewhere are not in its way */
     for (int i = 0; i < b->n; i++)
-        if (b->list[i].ops->cpython_rival &&
-            strcmp(b->list[i].ops->cpython_rival, cpython_backend) == 0)
+        if (!b->list[i].failed && b->list[i].ops->cpython_rival &&
+            strcmp(b->list[i].ops->cpython_rival, cpython_backend) == 0) {
             b->list[i].failed = 1;
+            stopped |= 1u << i;
+        }
+    return stopped;
+}
+
+void pi_backends_resume(struct pi_backends *b, unsigned stopped)
+{
+    for (int i = 0; i < b->n; i++)
+        if (stopped & (1u << i))
+            b->list[i].failed = 0;
 }
 
 void pi_backends_close(struct pi_backends *b)

@@ -35,9 +35,17 @@ int pi_backends_flush(struct pi_backends *b);
 /* "PATH PATH" of the files written, for the start-up line. */
 void pi_backends_describe(const struct pi_backends *b, char *buf, size_t len);
 
-/* CPython's own trampoline took over with its backend `cpython_backend`
- * ("perf", "perf_jit"): a backend whose file CPython now writes stops. */
-void pi_backends_give_way(struct pi_backends *b, const char *cpython_backend, const char *dir);
+/* CPython's own trampoline is about to start with its backend
+ * `cpython_backend` ("perf", "perf_jit"): a backend whose file CPython
+ * will write stops, before CPython opens it (it truncates the file, which
+ * must not happen under a store into its mapping). Returns the backends
+ * stopped, for pi_backends_resume if CPython's start fails. Under the
+ * state's lock, so no write is under way. */
+unsigned pi_backends_give_way(struct pi_backends *b, const char *cpython_backend, const char *dir);
+
+/* Restarts the backends pi_backends_give_way stopped (CPython's trampoline
+ * did not start after all). */
+void pi_backends_resume(struct pi_backends *b, unsigned stopped);
 
 /* At exit: final records. */
 void pi_backends_close(struct pi_backends *b);

@@ -55,18 +55,23 @@ static pi_pyobj *activate_wrapper(pi_pyobj *holder, pi_pyobj *args, pi_pyobj *kw
     const char *name = backend ? s->py.UnicodeAsUTF8AndSize(backend, NULL) : NULL;
     if (backend == NULL || name == NULL)
         s->py.ErrClear(); /* CPython reports a bad argument itself below */
+    /* Before CPython opens (and truncates) the file it will write. */
+    unsigned stopped = 0;
+    if (left && name != NULL) {
+        pthread_mutex_lock(&s->lock);
+        stopped = pi_backends_give_way(&s->backends, name, s->cfg.dir);
+        pthread_mutex_unlock(&s->lock);
+    }
     pi_pyobj *result = s->py.ObjectCall(original, args, kwargs);
     s->py.DecRef(original);
     if (result == NULL && left) {
         pi_interp_yield(s, interp, 0); /* CPython did not take it */
+        pthread_mutex_lock(&s->lock);
+        pi_backends_resume(&s->backends, stopped);
+        pthread_mutex_unlock(&s->lock);
     } else if (result != NULL && left) {
         pi_log(PI_LOG_INFO, "sys.activate_stack_trampoline: CPython's trampoline takes over "
                             "this interpreter");
-        if (name != NULL) {
-            pthread_mutex_lock(&s->lock);
-            pi_backends_give_way(&s->backends, name, s->cfg.dir);
-            pthread_mutex_unlock(&s->lock);
-        }
     }
     return result;
 }

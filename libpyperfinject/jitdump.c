@@ -6,9 +6,12 @@
  * unwinds through the trampoline) and a line table from the DEBUG_INFO
  * record (so srcline shows script.py:LINE).
  *
- * Records of one trampoline (DEBUG_INFO, UNWINDING_INFO, CODE_LOAD) go out
- * in a single write(2) on an O_APPEND descriptor: nothing is buffered, so a
- * killed process leaves a dump that is valid up to its last trampoline. */
+ * Records of one trampoline (DEBUG_INFO, UNWINDING_INFO, CODE_LOAD) go into
+ * a shared mapping of the file as one group, visible at once (mmaplog.h):
+ * no system call per trampoline, and a killed process leaves a dump that is
+ * valid up to its last trampoline, then zeros, where readers stop. At exit
+ * the zeros are cut off. Where the file system cannot allocate ahead, each
+ * group is one write(2) on an O_APPEND descriptor instead. */
 #include "backend.h"
 #include "ehframe.h"
 #include "jitdump_format.h"
@@ -25,6 +28,20 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* This thread's id for CODE_LOAD records, asked of the kernel once per
+ * thread and again after a fork (the child's thread has another id). */
+static __thread uint32_t cached_tid;
+static __thread uint32_t cached_tid_forks;
+
+static uint32_t thread_id(const struct pi_jitdump *j)
+{
+    if (cached_tid == 0 || cached_tid_forks != j->forks) {
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+        cached_tid_forks = j->forks;
+    }
+    return cached_tid;
+}
 
 static uint64_t now_ns(void)
 {
@@ -81,7 +98,27 @@ static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err
         return -1;
     }
     j->size = n;
-    return map_marker(j, err, errlen);
+    if (map_marker(j, err, errlen) != 0)
+        return -1;
+    if (pi_mmaplog_start(&j->log, j->fd, &j->id, j->size) != 0)
+        j->log.fd = -1; /* no allocating ahead here: one write(2) per group */
+    return 0;
+}
+
+/* Appends a group of whole records: into the mapping, or with write(2). */
+static int append(struct pi_jitdump *j, const uint8_t *buf, size_t len)
+{
+    if (pi_mmaplog_active(&j->log)) {
+        if (pi_mmaplog_append(&j->log, buf, len) != 0)
+            return -1;
+    } else {
+        if (!pi_outfile_still_ours(j->fd, &j->id))
+            return errno = EBADF, -1; /* the program closed it and reused the number */
+        if (pi_outfile_append(j->fd, buf, len, j->size) != 0)
+            return -1;
+    }
+    j->size += len;
+    return 0;
 }
 
 static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t errlen)
@@ -91,6 +128,7 @@ static int jitdump_open(void *self, const char *dir, long pid, char *err, size_t
     j->elf_mach = pi_arch_elf_mach(pi_slot_template_shape().arch);
     j->parent_fd = -1;
     j->closed = 0;
+    j->log = (struct pi_mmaplog){.fd = -1};
     return start_file(j, dir, pid, err, errlen);
 }
 
@@ -103,10 +141,15 @@ static int jitdump_write(void *self, const struct pi_tramp_info *t)
      * unwind info of one slot: a bounded stack buffer. */
     uint8_t buf[3 * (PI_SYMBOL_MAX + 1) + 4 * 64 + 2 * 256];
     uint64_t ts = now_ns();
-    uint32_t tid = (uint32_t)syscall(SYS_gettid);
-    size_t used = 0, n;
     int32_t line = t->firstlineno > 0 ? (int32_t)t->firstlineno : 1; /* lines start at 1 */
-    n = pi_jr_debug_info(buf, sizeof buf, ts, t->addr, t->code_size, line, t->filename);
+    /* The group is padded to a multiple of 8 inside its DEBUG_INFO, so that
+     * every group starts 8-aligned (mmaplog.h). */
+    size_t group = pi_jr_debug_info_size(t->filename, 0) +
+                   pi_jr_unwinding_info_size(t->unwind_size) +
+                   pi_jr_code_load_size(t->symbol, t->code_size);
+    size_t used = 0, n;
+    n = pi_jr_debug_info(buf, sizeof buf, ts, t->addr, t->code_size, line, t->filename,
+                         (8 - group % 8) % 8);
     if (n == 0)
         return errno = EOVERFLOW, -1;
     used += n;
@@ -115,17 +158,12 @@ static int jitdump_write(void *self, const struct pi_tramp_info *t)
     if (n == 0)
         return errno = EOVERFLOW, -1;
     used += n;
-    n = pi_jr_code_load(buf + used, sizeof buf - used, ts, j->pid, tid, t->addr,
+    n = pi_jr_code_load(buf + used, sizeof buf - used, ts, j->pid, thread_id(j), t->addr,
                         (const void *)t->addr, t->code_size, t->code_index, t->symbol);
     if (n == 0)
         return errno = EOVERFLOW, -1;
     used += n;
-    if (!pi_outfile_still_ours(j->fd, &j->id))
-        return errno = EBADF, -1; /* the program closed it and reused the number */
-    if (pi_outfile_append(j->fd, buf, used, j->size) != 0)
-        return -1;
-    j->size += used;
-    return 0;
+    return append(j, buf, used);
 }
 
 /* Fork handler: the child's dump will hold its own records only. perf
@@ -140,9 +178,11 @@ static void jitdump_forked(void *self, int inherit)
         j->parent_fd = j->fd;
         j->parent_id = j->id;
     }
+    pi_mmaplog_forget(&j->log); /* the parent goes on writing it */
     j->fd = -1;
     j->size = 0;
     j->closed = 0;
+    j->forks++;
 }
 
 static int jitdump_start_child(void *self, const char *dir, long pid, char *err, size_t errlen)
@@ -161,10 +201,11 @@ static void jitdump_close(void *self)
     struct pi_jitdump *j = self;
     uint8_t rec[sizeof(struct pi_jr_prefix)];
     size_t n = pi_jr_code_close(rec, sizeof rec, now_ns());
-    if (j->closed || j->fd < 0 || n == 0 || !pi_outfile_still_ours(j->fd, &j->id))
+    if (j->closed || j->fd < 0 || n == 0)
         return;
-    if (pi_outfile_append(j->fd, rec, n, j->size) == 0)
-        j->size += n;
+    if (pi_mmaplog_active(&j->log) || pi_outfile_still_ours(j->fd, &j->id))
+        append(j, rec, n);
+    pi_mmaplog_trim(&j->log); /* the zeros after the records */
     j->closed = 1; /* later trampolines (daemon threads at exit) go unrecorded */
 }
 

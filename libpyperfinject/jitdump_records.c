@@ -28,11 +28,13 @@ size_t pi_jr_code_load_size(const char *name, uint64_t code_size)
     return record_size(sizeof(struct pi_jr_code_load), strlen(name) + 1, code_size);
 }
 
-size_t pi_jr_debug_info_size(const char *filename)
+size_t pi_jr_debug_info_size(const char *filename, size_t pad)
 {
     size_t name_len = strlen(filename) + 1;
+    if (pad >= RECORD_ALIGN)
+        return 0;
     return record_size(sizeof(struct pi_jr_debug_info) + 2 * sizeof(struct pi_jr_debug_entry),
-                       2 * name_len, 0);
+                       2 * name_len, pad);
 }
 
 size_t pi_jr_unwinding_info_size(uint64_t unwinding_size)
@@ -80,9 +82,9 @@ size_t pi_jr_unwinding_info(uint8_t *out, size_t cap, uint64_t timestamp, const 
 }
 
 size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t code_addr,
-                        uint64_t code_size, int32_t lineno, const char *filename)
+                        uint64_t code_size, int32_t lineno, const char *filename, size_t pad)
 {
-    size_t n = pi_jr_debug_info_size(filename);
+    size_t n = pi_jr_debug_info_size(filename, pad);
     size_t name_len = strlen(filename) + 1;
     struct pi_jr_debug_info r;
     /* Two rows with the same line: where the code starts and its last byte.
@@ -107,6 +109,7 @@ size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t c
         memcpy(out + off, filename, name_len);
         off += name_len;
     }
+    memset(out + off, 0, pad);
     return n;
 }
 

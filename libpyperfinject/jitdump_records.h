@@ -18,7 +18,7 @@
 
 /* Record sizes, for sizing buffers; 0 if the record could not be encoded. */
 size_t pi_jr_code_load_size(const char *name, uint64_t code_size);
-size_t pi_jr_debug_info_size(const char *filename);
+size_t pi_jr_debug_info_size(const char *filename, size_t pad);
 size_t pi_jr_unwinding_info_size(uint64_t unwinding_size);
 
 /* File header (40 bytes). timestamp is informational (perf ignores it);
@@ -34,9 +34,11 @@ size_t pi_jr_unwinding_info(uint8_t *out, size_t cap, uint64_t timestamp, const 
 
 /* JIT_CODE_DEBUG_INFO with two line entries, {code_addr} and
  * {code_addr + code_size - 1}, both at lineno in filename: the whole
- * trampoline maps to the function's first line. */
+ * trampoline maps to the function's first line. Then `pad` zero bytes
+ * (0..7; readers count entries by nr_entry), with which a writer makes a
+ * group of records a multiple of 8. */
 size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t code_addr,
-                        uint64_t code_size, int32_t lineno, const char *filename);
+                        uint64_t code_size, int32_t lineno, const char *filename, size_t pad);
 
 /* JIT_CODE_LOAD: vma = code_addr; the code bytes are copied from `code`
  * (the live trampoline, so dumped bytes equal executed bytes). */

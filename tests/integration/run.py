@@ -140,7 +140,8 @@ def scenario_names(runner, interp, work):
     if len(dumps) != 1:
         raise Fail("expected one jit dump, found %s" % dumps)
     check_jitdump(os.path.join(work, "pre", dumps[0]),
-                  ["py::%s:%s" % (fn, script) for fn in ("foo", "bar", "baz", "<module>")])
+                  ["py::%s:%s" % (fn, script) for fn in ("foo", "bar", "baz", "<module>")],
+                  trimmed=True)
     with open(os.path.join(work, "maps-1.txt")) as f:
         ranges = executable_ranges(f.read(), interp.emulated)
     for start, size, name in entries:
@@ -353,13 +354,15 @@ def scenario_fork_perf(runner, interp, work):
     return "child samples inherited_hot/child_new: " + ", ".join(notes)
 
 
-def check_jitdump(path, expected, pid=None, allow_truncated=False, listing=False):
+def check_jitdump(path, expected, pid=None, allow_truncated=False, listing=False, trimmed=False):
     """Runs the format checker (tests/tools) on a dump; fails with its findings.
-    listing: returns its loads as (address, size, name)."""
+    listing: returns its loads as (address, size, name). trimmed: the process
+    exited normally, so the zeros after the records must have been cut off."""
     tool = os.path.join(ROOT, "build", "jitdump-check")
     if not os.path.exists(tool):
         raise Fail("build/jitdump-check is not built")
     argv = [tool] + (["--allow-truncated"] if allow_truncated else [])
+    argv += ["--trimmed"] if trimmed else []
     argv += ["--list"] if listing else []
     argv += ["--pid", pid] if pid else []
     for name in expected:

@@ -40,6 +40,8 @@ static const char *const issue_names[PI_JDC_ISSUE_COUNT] = {
     [PI_JDC_BAD_DEBUG_INFO] = "bad-debug-info",
     [PI_JDC_DEBUG_ADDR] = "debug-addr",
     [PI_JDC_EXPECTED_MISSING] = "expected-missing",
+    [PI_JDC_UNTRIMMED] = "untrimmed",
+    [PI_JDC_AFTER_END] = "after-end",
 };
 
 const char *pi_jdc_issue_name(enum pi_jdc_issue issue)

@@ -8,6 +8,29 @@
 #include <string.h>
 
 #define MAX_RECORD (16u << 20) /* beyond this a size field is garbage */
+/* The largest group of one trampoline (two names of PI_SYMBOL_MAX, code,
+ * unwind info): an unfinished one fits in this. */
+#define MAX_GROUP (8u << 10)
+
+/* The records end at a size-0 prefix at off (mmaplog.h): zeros, after at
+ * most one group whose head was never stored. */
+static void on_untrimmed(struct jdc_scan *s, size_t off)
+{
+    struct pi_jdc_report *r = s->r;
+    size_t last = s->len;
+    while (last > off && s->buf[last - 1] == 0)
+        last--;
+    r->untrimmed = s->len - off;
+    r->unfinished = last > off;
+    if (last > off + MAX_GROUP)
+        jdc_violate(r, s->at, PI_JDC_AFTER_END,
+                    "non-zero byte at %zu, %zu bytes past the records' end at %zu", last - 1,
+                    last - 1 - off, off);
+    if (s->o->require_trimmed)
+        jdc_violate(r, s->at, PI_JDC_UNTRIMMED,
+                    "%zu bytes after the records' end were not cut off%s", s->len - off,
+                    r->unfinished ? " (among them an unfinished group)" : "");
+}
 
 static bool on_header(struct jdc_scan *s)
 {
@@ -65,12 +88,23 @@ static bool on_record(struct jdc_scan *s, size_t off)
 
     s->at = (struct jdc_where){ r->records + 1, off };
     if (s->len - off < sizeof p) {
+        size_t i = off;
+        while (i < s->len && s->buf[i] == 0)
+            i++;
+        if (i == s->len) { /* zeros short of a prefix: the records' end too */
+            on_untrimmed(s, off);
+            return false;
+        }
         r->truncated = true;
         jdc_violate(r, s->at, PI_JDC_TRUNCATED,
                     "file ends inside a record prefix (%zu of 16 bytes)", s->len - off);
         return false;
     }
     memcpy(&p, s->buf + off, sizeof p);
+    if (p.id == 0 && p.total_size == 0) {
+        on_untrimmed(s, off);
+        return false;
+    }
     if (p.total_size < sizeof p || p.total_size > MAX_RECORD) {
         jdc_violate(r, s->at, PI_JDC_BAD_RECORD_SIZE, "record id %u with total_size %u", p.id,
                     p.total_size);

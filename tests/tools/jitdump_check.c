@@ -27,7 +27,7 @@
 bool pi_jdc_check(const uint8_t *buf, size_t len, const struct pi_jdc_options *opts,
                   struct pi_jdc_report *report)
 {
-    static const struct pi_jdc_options defaults = { false, 0, NULL, 0 };
+    static const struct pi_jdc_options defaults = { false, 0, NULL, 0, false };
     const struct pi_jdc_options *o = opts ? opts : &defaults;
     struct jdc_codes codes = { NULL, 0 };
 

@@ -27,6 +27,13 @@
  * CODE_LOAD never came, is reported as PI_JDC_TRUNCATED; with
  * allow_truncated that alone does not make the file invalid (a process
  * killed mid-write).
+ *
+ * A record prefix of size 0 ends the records: the library's zeros after
+ * them (mmaplog.h), not yet cut off because the process runs, was killed or
+ * left with _exit. What follows may hold one group whose head was never
+ * stored (killed mid-group), then zeros; anything further is
+ * PI_JDC_AFTER_END. `untrimmed` counts those bytes; with require_trimmed
+ * they are PI_JDC_UNTRIMMED (a process that exited normally).
  */
 #ifndef PI_JITDUMP_CHECK_H
 #define PI_JITDUMP_CHECK_H
@@ -69,6 +76,8 @@ enum pi_jdc_issue {
     PI_JDC_BAD_DEBUG_INFO,
     PI_JDC_DEBUG_ADDR,         /* code_addr / entry addr not the next load's */
     PI_JDC_EXPECTED_MISSING,
+    PI_JDC_UNTRIMMED,          /* zeros after the records, with require_trimmed */
+    PI_JDC_AFTER_END,          /* data beyond the records' end and one unfinished group */
     PI_JDC_ISSUE_COUNT,
 };
 
@@ -77,6 +86,7 @@ struct pi_jdc_options {
     uint32_t expect_pid;           /* 0: any */
     const char *const *expect;     /* fnmatch patterns for load names */
     size_t n_expect;
+    bool require_trimmed;
 };
 
 struct pi_jdc_violation {
@@ -97,6 +107,8 @@ struct pi_jdc_load {
 struct pi_jdc_report {
     bool valid;          /* no violation, or only allowed truncation */
     bool truncated;
+    size_t untrimmed;    /* bytes from the size-0 prefix that ends the records */
+    bool unfinished;     /* ... among them a group whose head was never stored */
     uint32_t elf_mach;
     uint32_t pid;
     size_t records;      /* complete records after the header */

@@ -1,7 +1,9 @@
 /* jitdump-check: validate a jitdump written by libpyperfinject.
  *
- *   jitdump-check [--allow-truncated] [--list] [--pid N] [--expect PATTERN]... FILE
+ *   jitdump-check [--allow-truncated] [--trimmed] [--list] [--pid N] [--expect PATTERN]... FILE
  *
+ * --trimmed: the writer exited normally, so no zeros may follow the records
+ * (without it they are allowed and counted: "untrimmed N").
  * Prints a one-line summary, the loads with --list ("load INDEX ADDR SIZE
  * NAME"), then one line per violation ("FILE: record N @OFFSET: ISSUE:
  * message", or "FILE: ISSUE: message" for the header and whole-file rules),
@@ -20,7 +22,7 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: jitdump-check [--allow-truncated] [--list] [--pid N] "
+    fprintf(to, "usage: jitdump-check [--allow-truncated] [--trimmed] [--list] [--pid N] "
                 "[--expect PATTERN]... FILE\n");
 }
 
@@ -50,7 +52,7 @@ static bool parse_pid(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-    struct pi_jdc_options opts = { false, 0, NULL, 0 };
+    struct pi_jdc_options opts = { false, 0, NULL, 0, false };
     const char **expect = calloc((size_t)argc, sizeof *expect);
     const char *path = NULL;
     bool list = false;
@@ -61,6 +63,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--allow-truncated") == 0) {
             opts.allow_truncated = true;
+        } else if (strcmp(a, "--trimmed") == 0) {
+            opts.require_trimmed = true;
         } else if (strcmp(a, "--list") == 0) {
             list = true;
         } else if (strcmp(a, "--expect") == 0 && i + 1 < argc) {
@@ -98,9 +102,12 @@ int main(int argc, char **argv)
     }
 
     printf("%s: pid %" PRIu32 ", elf_mach %" PRIu32 ", %zu records: %zu loads, %zu unwinding, "
-           "%zu debug, %zu close%s\n",
+           "%zu debug, %zu close%s",
            path, rep.pid, rep.elf_mach, rep.records, rep.n_loads, rep.unwinds, rep.debug_infos,
            rep.closes, rep.truncated ? " (truncated)" : "");
+    if (rep.untrimmed)
+        printf(", untrimmed %zu%s", rep.untrimmed, rep.unfinished ? " (an unfinished group)" : "");
+    printf("\n");
     if (list) {
         for (size_t i = 0; i < rep.n_loads; i++) {
             const struct pi_jdc_load *l = &rep.loads[i];

@@ -191,13 +191,22 @@ static void test_giving_way_to_cpython(void **state)
     char err[512];
     assert_int_equal(pi_backends_open(&b, &cfg, 4106, err, sizeof err), 0);
     /* CPython writes /tmp only: files elsewhere are not in its way. */
-    pi_backends_give_way(&b, "perf_jit", dir);
+    assert_int_equal(pi_backends_give_way(&b, "perf_jit", dir), 0);
     assert_false(b.list[0].failed || b.list[1].failed);
     /* Its perf backend shares the map; its perf_jit rewrites the dump. */
-    pi_backends_give_way(&b, "perf", "/tmp");
+    assert_int_equal(pi_backends_give_way(&b, "perf", "/tmp"), 0);
     assert_false(b.list[0].failed || b.list[1].failed);
-    pi_backends_give_way(&b, "perf_jit", "/tmp");
+    unsigned stopped = pi_backends_give_way(&b, "perf_jit", "/tmp");
+    assert_int_equal(stopped, 1u << 1);
     assert_false(b.list[0].failed);
+    assert_true(b.list[1].failed);
+    /* CPython's start failed: the dump goes on; a backend stopped before
+     * for a reason of its own is not in the set and stays stopped. */
+    pi_backends_resume(&b, stopped);
+    assert_false(b.list[1].failed);
+    b.list[1].failed = 1;
+    assert_int_equal(pi_backends_give_way(&b, "perf_jit", "/tmp"), 0);
+    pi_backends_resume(&b, 0);
     assert_true(b.list[1].failed);
 }
 

@@ -107,6 +107,24 @@ static void test_unwinding_layout_and_padding(void **state)
     assert_int_equal(pi_jr_unwinding_info(b, sizeof b, 9, payload, 16, 20, 32), 0);
 }
 
+/* Padding goes after the entries, zeroed, and counts in total_size; 8 or
+ * more bytes of it are refused. */
+static void test_debug_info_padding(void **state)
+{
+    (void)state;
+    uint8_t b[128];
+    const char *file = "/a.py";
+    size_t want = 32 + 2 * (16 + strlen(file) + 1);
+    memset(b, 0xa5, sizeof b);
+    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 16, 12, file, 5), want + 5);
+    assert_int_equal(u32_at(b + 4), want + 5);
+    for (size_t i = want; i < want + 5; i++)
+        assert_int_equal(b[i], 0);
+    assert_int_equal(b[want + 5], 0xa5); /* nothing beyond */
+    assert_int_equal(pi_jr_debug_info_size(file, 8), 0);
+    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 16, 12, file, 8), 0);
+}
+
 static void test_debug_info_layout(void **state)
 {
     (void)state;
@@ -115,10 +133,10 @@ static void test_debug_info_layout(void **state)
     size_t name = strlen(file) + 1;
     size_t want = 32 + 2 * (16 + name);
 
-    assert_int_equal(pi_jr_debug_info_size(file), want);
+    assert_int_equal(pi_jr_debug_info_size(file, 0), want);
     memset(b, 0xa5, sizeof b);
-    assert_int_equal(pi_jr_debug_info(b, want - 1, 3, 0x5000, 16, 12, file), 0);
-    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 16, 12, file), want);
+    assert_int_equal(pi_jr_debug_info(b, want - 1, 3, 0x5000, 16, 12, file, 0), 0);
+    assert_int_equal(pi_jr_debug_info(b, sizeof b, 3, 0x5000, 16, 12, file, 0), want);
     assert_int_equal(u32_at(b + 0), 2);
     assert_int_equal(u32_at(b + 4), want);
     assert_int_equal(u64_at(b + 8), 3);
@@ -227,7 +245,7 @@ static void add_group(struct dump *d, const struct spec *sp, size_t i, uint64_t 
         size_t cap = sizeof d->buf - d->len;
         if (what == 0) {
             note(d, pi_jr_debug_info(out, cap, (*ts)++, addr, s.code_size, (int32_t)(10 + i),
-                                     "/srv/t.py"),
+                                     "/srv/t.py", 0),
                  PI_JIT_CODE_DEBUG_INFO);
         } else if (what == 1 && sp->order != NO_UNWIND) {
             size_t n = pi_jr_unwinding_info(out, cap, (*ts)++, unwind, sz.total, sz.hdr_size,
@@ -256,7 +274,7 @@ static void build(struct dump *d, const struct spec *sp)
     for (size_t i = 0; i < sp->n; i++)
         add_group(d, sp, i, &ts);
     if (sp->debug_then_close)
-        note(d, pi_jr_debug_info(d->buf + d->len, sizeof d->buf - d->len, ts++, BASE, 16, 1, "x.py"),
+        note(d, pi_jr_debug_info(d->buf + d->len, sizeof d->buf - d->len, ts++, BASE, 16, 1, "x.py", 0),
              PI_JIT_CODE_DEBUG_INFO);
     if (sp->close)
         note(d, pi_jr_code_close(d->buf + d->len, sizeof d->buf - d->len, ts++),
@@ -291,7 +309,7 @@ static void round_trip(struct variant v)
     struct spec sp = good_x86;
     struct pi_jdc_report r;
     const char *expect[] = { "py::f0:/srv/t.py", "py::f1[0-9]:*" };
-    struct pi_jdc_options o = { false, PID, expect, 2 };
+    struct pi_jdc_options o = { false, PID, expect, 2, false };
 
     assert_non_null(d);
     sp.v = v;
@@ -322,7 +340,7 @@ static void round_trip(struct variant v)
 
     /* A pattern nothing matches makes it invalid, for that reason only. */
     const char *missing[] = { "py::f0:*", "py::nope:*" };
-    struct pi_jdc_options o2 = { false, 0, missing, 2 };
+    struct pi_jdc_options o2 = { false, 0, missing, 2, false };
     assert_false(pi_jdc_check(d->buf, d->len, &o2, &r));
     assert_int_equal(r.n_violations, 1);
     assert_int_equal(pi_jdc_count(&r, PI_JDC_EXPECTED_MISSING), 1);
@@ -584,7 +602,7 @@ static void test_each_rule_violation_is_reported(void **state)
 
     /* The expected pid is enforced when given. */
     struct pi_jdc_report r;
-    struct pi_jdc_options o = { false, PID + 1, NULL, 0 };
+    struct pi_jdc_options o = { false, PID + 1, NULL, 0, false };
     build(d, &good_x86);
     assert_false(pi_jdc_check(d->buf, d->len, &o, &r));
     assert_int_equal(pi_jdc_count(&r, PI_JDC_BAD_PID), 1);
@@ -600,7 +618,7 @@ static void test_truncation_at_every_length(void **state)
     (void)state;
     struct dump *d = malloc(sizeof *d);
     struct spec sp = good_x86;
-    struct pi_jdc_options strict = { false, 0, NULL, 0 }, lenient = { true, 0, NULL, 0 };
+    struct pi_jdc_options strict = { false, 0, NULL, 0, false }, lenient = { true, 0, NULL, 0, false };
 
     sp.n = 3;
     build(d, &sp);
@@ -626,6 +644,53 @@ static void test_truncation_at_every_length(void **state)
         pi_jdc_report_free(&r);
     }
     free(d);
+}
+
+/* The library's zeros after the records (mmaplog.h): a size-0 prefix ends
+ * them, with at most one group whose head was never stored before more
+ * zeros; a file that exited normally has none (require_trimmed). */
+static void test_untrimmed_zeros_end_the_records(void **state)
+{
+    (void)state;
+    struct dump *d = malloc(sizeof *d), *four = malloc(sizeof *four);
+    struct spec sp = good_x86;
+    sp.close = 0;
+    sp.n = 4;
+    build(four, &sp);
+    sp.n = 3;
+    build(d, &sp);
+    size_t end = d->len, group = four->len - d->len;
+    struct pi_jdc_options plain = { false, 0, NULL, 0, false }, trimmed = { false, 0, NULL, 0, true };
+    struct pi_jdc_report r;
+
+    memset(d->buf + end, 0, 16384);
+    expect_valid(d->buf, end + 16384, &plain, &r);
+    assert_int_equal(r.untrimmed, 16384);
+    assert_false(r.unfinished);
+    assert_int_equal(r.n_loads, 3);
+    pi_jdc_report_free(&r);
+    assert_false(pi_jdc_check(d->buf, end + 16384, &trimmed, &r));
+    assert_int_equal(pi_jdc_count(&r, PI_JDC_UNTRIMMED), 1);
+    pi_jdc_report_free(&r);
+    expect_valid(d->buf, end + 7, &plain, &r); /* zeros short of a prefix */
+    assert_int_equal(r.untrimmed, 7);
+    pi_jdc_report_free(&r);
+
+    /* Killed between a group's body and its head. */
+    memcpy(d->buf + end, four->buf + end, group);
+    memset(d->buf + end, 0, 8);
+    expect_valid(d->buf, end + 16384, &plain, &r);
+    assert_true(r.unfinished);
+    assert_int_equal(r.n_loads, 3);
+    pi_jdc_report_free(&r);
+
+    /* Anything further is not the library's. */
+    d->buf[end + 12000] = 1;
+    assert_false(pi_jdc_check(d->buf, end + 16384, &plain, &r));
+    assert_int_equal(pi_jdc_count(&r, PI_JDC_AFTER_END), 1);
+    pi_jdc_report_free(&r);
+    free(d);
+    free(four);
 }
 
 /* Garbage must be reported, never crash or loop (run under ASan too). */
@@ -663,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_code_load_layout),
         cmocka_unit_test(test_unwinding_layout_and_padding),
         cmocka_unit_test(test_debug_info_layout),
+        cmocka_unit_test(test_debug_info_padding),
         cmocka_unit_test(test_close_layout),
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_round_trip_x86),
@@ -674,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_each_corruption_is_reported),
         cmocka_unit_test(test_each_rule_violation_is_reported),
         cmocka_unit_test(test_truncation_at_every_length),
+        cmocka_unit_test(test_untrimmed_zeros_end_the_records),
         cmocka_unit_test(test_garbage_is_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
