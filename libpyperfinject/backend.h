@@ -93,6 +93,7 @@ struct pi_perfmap {
     unsigned nsources;
     int parent_fd; /* a forked child: the parent's descriptor when not a source */
     struct pi_file_id parent_id;
+    struct pi_mmaplog log; /* the lines' writer, unless write(2) serves */
     char path[4096];
 };
 

@@ -100,7 +100,7 @@ static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err
     j->size = n;
     if (map_marker(j, err, errlen) != 0)
         return -1;
-    if (pi_mmaplog_start(&j->log, j->fd, &j->id, j->size) != 0)
+    if (pi_mmaplog_start(&j->log, j->fd, &j->id, j->size, 0) != 0)
         j->log.fd = -1; /* no allocating ahead here: one write(2) per group */
     return 0;
 }
@@ -109,8 +109,11 @@ static int start_file(struct pi_jitdump *j, const char *dir, long pid, char *err
 static int append(struct pi_jitdump *j, const uint8_t *buf, size_t len)
 {
     if (pi_mmaplog_active(&j->log)) {
-        if (pi_mmaplog_append(&j->log, buf, len) != 0)
-            return -1;
+        if (pi_mmaplog_append(&j->log, buf, len) != 0) {
+            int e = errno; /* the dump stops here: its zeros are cut off now */
+            pi_mmaplog_trim(&j->log);
+            return errno = e, -1;
+        }
     } else {
         if (!pi_outfile_still_ours(j->fd, &j->id))
             return errno = EBADF, -1; /* the program closed it and reused the number */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,13 +28,28 @@ static uint64_t page_size(void)
     return p > 0 ? (uint64_t)p : 4096u;
 }
 
+/* 0 if fd is still the file and still m->cap bytes long: EBADF when the
+ * program closed it and reused the number, EBUSY when another writer
+ * appended to it. */
+static int still_alone(const struct pi_mmaplog *m)
+{
+    struct stat st;
+    if (fstat(m->fd, &st) != 0 || (uint64_t)st.st_dev != m->id.dev ||
+        (uint64_t)st.st_ino != m->id.ino)
+        return errno = EBADF, -1;
+    if ((uint64_t)st.st_size != m->cap)
+        return errno = EBUSY, -1;
+    return 0;
+}
+
 /* Allocates the file up to at least `need` (preferably `want`), then maps
- * it from the page holding m->end. On failure m is as it was. */
+ * it from the page holding m->end and fills what is new. On failure m is as
+ * it was. */
 static int grow(struct pi_mmaplog *m, uint64_t need, uint64_t want)
 {
     uint64_t page = page_size();
-    if (!pi_outfile_still_ours(m->fd, &m->id))
-        return errno = EBADF, -1; /* the program closed it and reused the number */
+    if (still_alone(m) != 0)
+        return -1;
     uint64_t cap = (want + page - 1) / page * page;
     if (pi_mmaplog_allocate(m->fd, (off_t)m->cap, (off_t)(cap - m->cap)) != 0) {
         /* Near a full disk or RLIMIT_FSIZE: only what this record needs
@@ -49,6 +65,8 @@ static int grow(struct pi_mmaplog *m, uint64_t need, uint64_t want)
     void *w = mmap(NULL, (size_t)(cap - off), PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, (off_t)off);
     if (w == MAP_FAILED)
         return -1; /* the allocated zeros stay: readers stop at them */
+    if (m->fill != 0) /* the allocated bytes read as zeros */
+        memset((uint8_t *)w + (m->cap - off), m->fill, (size_t)(cap - m->cap));
     if (m->window != NULL)
         munmap(m->window, (size_t)(m->cap - m->window_off));
     m->window = w;
@@ -58,23 +76,37 @@ static int grow(struct pi_mmaplog *m, uint64_t need, uint64_t want)
     return 0;
 }
 
-int pi_mmaplog_start(struct pi_mmaplog *m, int fd, const struct pi_file_id *id, uint64_t end)
+int pi_mmaplog_start(struct pi_mmaplog *m, int fd, const struct pi_file_id *id, uint64_t end,
+                     uint8_t fill)
 {
     *m = (struct pi_mmaplog){.fd = fd, .id = *id, .cap = end, .end = end,
-                             .step = PI_MMAPLOG_FIRST_STEP};
-    if (end % 8 != 0 || grow(m, end, end + m->step) != 0) {
-        int e = end % 8 != 0 ? EINVAL : errno;
+                             .step = PI_MMAPLOG_FIRST_STEP, .fill = fill};
+    if (grow(m, end, end + m->step) != 0) {
+        int e = errno;
         m->fd = -1;
         return errno = e, -1;
     }
     return 0;
 }
 
+/* The first eight bytes of a record, in one store: a kill lands before or
+ * after it, never inside. Map lines start anywhere, so the store may be
+ * unaligned (one instruction on x86-64 and AArch64 all the same). */
+typedef uint64_t unaligned_u64 __attribute__((aligned(1), may_alias));
+
+static void store_head(uint8_t *at, uint64_t head)
+{
+    if (((uintptr_t)at & 7u) == 0)
+        __atomic_store_n((uint64_t *)(void *)at, head, __ATOMIC_RELEASE);
+    else
+        *(volatile unaligned_u64 *)(void *)at = head;
+}
+
 int pi_mmaplog_append(struct pi_mmaplog *m, const void *rec, size_t len)
 {
     if (m->fd < 0)
         return errno = EBADF, -1;
-    if (len < 8 || len % 8 != 0)
+    if (len < 8)
         return errno = EINVAL, -1;
     if (len > m->cap - m->end) {
         uint64_t need = m->end + len;
@@ -83,11 +115,12 @@ int pi_mmaplog_append(struct pi_mmaplog *m, const void *rec, size_t len)
             return -1;
     }
     uint8_t *at = m->window + (m->end - m->window_off);
+    if (m->fill != 0)
+        store_head(at, 0); /* the record reads as unfinished until its head is in */
     memcpy(at + 8, (const uint8_t *)rec + 8, len - 8);
     uint64_t head;
     memcpy(&head, rec, 8);
-    /* The record's rest is in before its head; `at` is 8-aligned. */
-    __atomic_store_n((uint64_t *)(void *)at, head, __ATOMIC_RELEASE);
+    store_head(at, head); /* the record's rest is in before its head */
     m->end += len;
     return 0;
 }
@@ -99,7 +132,7 @@ int pi_mmaplog_trim(struct pi_mmaplog *m)
     /* Unmapped first: past the cut, a store would be SIGBUS. */
     munmap(m->window, (size_t)(m->cap - m->window_off));
     int rc = 0;
-    if (pi_outfile_still_ours(m->fd, &m->id))
+    if (still_alone(m) == 0) /* another writer's lines after the fill stay */
         rc = ftruncate(m->fd, (off_t)m->end);
     *m = (struct pi_mmaplog){.fd = -1};
     return rc;

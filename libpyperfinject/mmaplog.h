@@ -9,16 +9,24 @@
  * SIGBUS). Where a file system cannot allocate ahead (EOPNOTSUPP), start
  * fails and the caller writes with write(2) instead.
  *
- * The bytes after the last record are zeros until trim (at exit). To a
- * jitdump reader that is a record of size 0, where it stops: perf inject
- * ends its walk at a total_size below the 16-byte prefix, silently, and
- * samply reads no further.
+ * The bytes after the last record hold the fill byte until trim (at exit):
+ * - 0 for the jitdump: to a reader a record of size 0, where it stops (perf
+ *   inject ends its walk at a total_size below the 16-byte prefix,
+ *   silently);
+ * - '\n' for the perf map: blank lines, which perf, bcc and hotspot skip,
+ *   and after which another writer's O_APPEND lines still parse.
  *
- * A record is made visible in one store: its bytes after the first eight go
- * in first, then the first eight (a jitdump prefix's id and total_size) as
- * one aligned 8-byte store. A process killed between the two leaves a
- * size-0 prefix, so readers stop before the unfinished record. Records are
- * multiples of 8 bytes, so every one starts 8-aligned.
+ * A record is made visible in one store: its first eight bytes are zeroed
+ * (one store, where the fill is not 0), the rest goes in, then the first
+ * eight in one 8-byte store. A process killed before that leaves a record
+ * that starts with zeros: a jitdump prefix of size 0, or a map line perf and
+ * hotspot name nothing from (measured: docs/design.md). Jitdump records are
+ * multiples of 8 bytes, so every one starts 8-aligned; map lines need not.
+ *
+ * Another writer may append to the same file (CPython's own perf map at run
+ * time): before growing, the file's size must still be where this writer
+ * left it, else it stops (the caller goes on with write(2)), and trim cuts
+ * nothing.
  *
  * One writer at a time (the caller's lock). Only the part of the file from
  * the page holding the end on is mapped: growing moves the window, so
@@ -40,6 +48,7 @@ struct pi_mmaplog {
     uint64_t cap;                /* the file's size: allocated up to here */
     uint64_t end;                /* bytes of whole records: where the next one goes */
     uint64_t step;               /* the next growth */
+    uint8_t fill;                /* what the bytes after the records hold */
 };
 
 /* First growth and the largest one: a short-lived process leaves at most
@@ -47,21 +56,25 @@ struct pi_mmaplog {
 enum { PI_MMAPLOG_FIRST_STEP = 16 << 10, PI_MMAPLOG_MAX_STEP = 256 << 10 };
 
 /* Starts writing fd (identity id) through a mapping after its first `end`
- * bytes (written otherwise, a multiple of 8). 0, or -1 with errno, m
- * unused: the file system cannot allocate ahead, the space is short, or
- * nothing can be mapped. */
-int pi_mmaplog_start(struct pi_mmaplog *m, int fd, const struct pi_file_id *id, uint64_t end);
+ * bytes (written otherwise), filling what it allocates ahead with `fill`.
+ * 0, or -1 with errno, m unused: the file is not `end` bytes long, the file
+ * system cannot allocate ahead, the space is short, or nothing can be
+ * mapped. */
+int pi_mmaplog_start(struct pi_mmaplog *m, int fd, const struct pi_file_id *id, uint64_t end,
+                     uint8_t fill);
 
 /* 1 while m writes a file. */
 static inline int pi_mmaplog_active(const struct pi_mmaplog *m) { return m->fd >= 0; }
 
-/* Appends rec (len bytes, a multiple of 8, at least 8), visible at once and
- * whole. 0, or -1 with errno (ENOSPC, EFBIG, EBADF when fd is no longer the
- * file, EINVAL for a bad length); the file keeps its whole records. */
+/* Appends rec (at least 8 bytes, starting with no 8 zero bytes), visible
+ * at once and whole. 0, or -1 with errno (ENOSPC, EFBIG, EBADF when fd is no
+ * longer the file, EBUSY when another writer appended to it, EINVAL for a
+ * bad length); the file keeps its whole records. */
 int pi_mmaplog_append(struct pi_mmaplog *m, const void *rec, size_t len);
 
-/* At the end: cuts the zeros off (ftruncate to the records' end) and stops
- * using the mapping. The descriptor stays open. 0 or -1 with errno. */
+/* At the end: cuts the fill off (ftruncate to the records' end, unless
+ * another writer appended after it) and stops using the mapping. The
+ * descriptor stays open. 0 or -1 with errno. */
 int pi_mmaplog_trim(struct pi_mmaplog *m);
 
 /* In a forked child: the file is the parent's. Unmaps the window (the

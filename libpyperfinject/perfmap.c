@@ -1,10 +1,14 @@
 /* The perf-map backend: /tmp/perf-PID.map, one line per trampoline, in the
  * format of perf's jit-interface.txt ("START SIZE name", hex without 0x).
  *
- * Each line is one write(2) on an O_APPEND descriptor, so lines are whole
- * even when a forked child and its parent, or several threads, write at once,
- * and a line is in the kernel (safe from SIGKILL) before the function it
- * names first runs. */
+ * Lines go into a shared mapping of the file (mmaplog.h), grown ahead and
+ * filled with newlines: no system call per line, and a line is in the page
+ * cache (safe from SIGKILL) before the function it names first runs; a line
+ * a kill cut short starts with zeros, from which readers name nothing. At
+ * exit the newlines are cut off. Where the file cannot be mapped, or another
+ * writer in the process appends to it (CPython's perf map at run time), each
+ * line is one write(2) on the O_APPEND descriptor instead. A forked child
+ * writes a file of its own. */
 #include "backend.h"
 #include "names.h"
 #include "outfile.h"
@@ -13,6 +17,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int perfmap_open(void *self, const char *dir, long pid, char *err, size_t errlen)
@@ -25,11 +30,44 @@ static int perfmap_open(void *self, const char *dir, long pid, char *err, size_t
     m->size = 0;
     m->pid = pid;
     m->parent_fd = -1;
+    m->log = (struct pi_mmaplog){.fd = -1};
     if (m->fd >= 0 && pi_outfile_identify(m->fd, &m->id) != 0) {
         close(m->fd);
         m->fd = -1;
     }
-    return m->fd < 0 ? -1 : 0;
+    if (m->fd < 0)
+        return -1;
+    if (pi_mmaplog_start(&m->log, m->fd, &m->id, 0, '\n') != 0)
+        m->log.fd = -1; /* no allocating ahead here: one write(2) per line */
+    return 0;
+}
+
+/* Appends whole lines: into the mapping, or with write(2) (also once
+ * another writer has appended to the file: its lines follow the fill). */
+static int append(struct pi_perfmap *m, const char *buf, size_t len)
+{
+    if (pi_mmaplog_active(&m->log)) {
+        if (pi_mmaplog_append(&m->log, buf, len) == 0) {
+            m->size += len;
+            return 0;
+        }
+        if (errno != EBUSY) { /* the map stops here: its fill is cut off now */
+            int e = errno;
+            pi_mmaplog_trim(&m->log);
+            return errno = e, -1;
+        }
+        pi_mmaplog_trim(&m->log); /* stops mapping; cuts nothing */
+        struct stat st;
+        if (fstat(m->fd, &st) != 0)
+            return -1;
+        m->size = (uint64_t)st.st_size;
+    }
+    if (!pi_outfile_still_ours(m->fd, &m->id))
+        return errno = EBADF, -1; /* the program closed it and reused the number */
+    if (pi_outfile_append(m->fd, buf, len, m->size) != 0)
+        return -1;
+    m->size += len;
+    return 0;
 }
 
 static int perfmap_write(void *self, const struct pi_tramp_info *t)
@@ -40,12 +78,7 @@ static int perfmap_write(void *self, const struct pi_tramp_info *t)
                                     t->symbol_len);
     if (len == 0)
         return errno = EOVERFLOW, -1;
-    if (!pi_outfile_still_ours(m->fd, &m->id))
-        return errno = EBADF, -1; /* the program closed it and reused the number */
-    if (pi_outfile_append(m->fd, line, len, m->size) != 0)
-        return -1;
-    m->size += len;
-    return 0;
+    return append(m, line, len);
 }
 
 /* Fork handler: the descriptor now is the parent's. Its lines up to here
@@ -62,6 +95,7 @@ static void perfmap_forked(void *self, int inherit)
         m->parent_fd = m->fd; /* nothing to take from it: closed at start_child */
         m->parent_id = m->id;
     }
+    pi_mmaplog_forget(&m->log); /* the parent goes on writing it */
     m->fd = -1;
     m->size = 0;
 }
@@ -106,6 +140,11 @@ static int perfmap_inherit(void *self, const char *dir, char *err, size_t errlen
 {
     struct pi_perfmap *m = self;
     int rc = 0;
+    /* The copy appends at the file's end: the fill is cut off first, and
+     * the mapping starts again after the copied lines. */
+    int mapped = pi_mmaplog_active(&m->log);
+    if (mapped)
+        pi_mmaplog_trim(&m->log);
     for (unsigned i = 0; i < m->nsources; i++) {
         const struct pi_map_source *src = &m->sources[i];
         int fd = source_fd(src, dir);
@@ -135,7 +174,19 @@ static int perfmap_inherit(void *self, const char *dir, char *err, size_t errlen
             close(fd);
     }
     m->nsources = 0;
+    if (mapped && rc >= 0 && pi_mmaplog_start(&m->log, m->fd, &m->id, m->size, '\n') != 0)
+        m->log.fd = -1;
     return rc;
+}
+
+/* At exit: the newlines after the lines are cut off. The descriptor stays
+ * open to the end, because a daemon thread may still create a trampoline
+ * during exit (its line then goes out with write(2)), and a closed and
+ * reused descriptor number would send its line into someone else's file. */
+static void perfmap_close(void *self)
+{
+    struct pi_perfmap *m = self;
+    pi_mmaplog_trim(&m->log);
 }
 
 static int perfmap_flush(void *self)
@@ -158,13 +209,11 @@ const struct pi_backend_ops pi_perfmap_ops = {
     .start_child = perfmap_start_child,
     .inheritable = perfmap_inheritable,
     .inherit = perfmap_inherit,
-    /* No close: the descriptor stays open to the end, because a daemon
-     * thread may still create a trampoline during exit, and a closed and
-     * reused descriptor number would send its line into someone else's file. */
-    .close = NULL,
+    .close = perfmap_close,
     .flush = perfmap_flush,
     .describe = perfmap_describe,
     /* CPython's perf backend appends whole lines too, at other addresses:
-     * both write the same map without harm. */
+     * both write the same map without harm (append() then writes with
+     * write(2) too). */
     .cpython_rival = NULL,
 };

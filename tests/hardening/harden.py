@@ -198,8 +198,14 @@ def same_program(plain, pre, what, max_lines=1, must=None):
 
 def read_map(path, allow_partial_tail=False):
     """Strictly parsed map (tests/tools/perfmap.py), every symbol 'py::...' of
-    at most perfmap.SYMBOL_MAX bytes: (entries, partial tail bytes)."""
-    return perfmap.read(path, allow_partial_tail, b"py::", perfmap.SYMBOL_MAX, Fail)
+    at most perfmap.SYMBOL_MAX bytes: (entries, partial tail bytes). The
+    newlines the library allocated ahead may end it (a process that left with
+    os._exit, as forked children do); an unfinished line only with
+    allow_partial_tail (a killed writer)."""
+    entries, tail = perfmap.read(path, True, b"py::", perfmap.SYMBOL_MAX, Fail)
+    if tail and not allow_partial_tail:
+        raise Fail("%s ends with an unfinished line: %r" % (os.path.basename(path), tail[-80:]))
+    return entries, tail
 
 
 def no_overlap(entries, what):

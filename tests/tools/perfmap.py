@@ -18,13 +18,23 @@ class MapError(Exception):
 
 def read(path, allow_partial_tail=False, prefix=b"", symbol_max=None, error=MapError):
     """Returns ([(start, size, symbol)], partial tail bytes). With
-    allow_partial_tail an unterminated last line (a killed writer) is
-    returned apart instead of failing; every symbol must start with prefix
-    and be at most symbol_max bytes when those are given."""
+    allow_partial_tail the end a killed or running writer leaves is returned
+    apart instead of failing: an unterminated last line (write(2)), or the
+    library's mapped writer's newlines allocated ahead, after at most one
+    unfinished line that starts with zero bytes (docs/design.md). Every
+    symbol must start with prefix and be at most symbol_max bytes when those
+    are given."""
     name = os.path.basename(path)
     with open(path, "rb") as f:
         data = f.read()
     tail = b""
+    if allow_partial_tail:
+        body = data.rstrip(b"\n")
+        cut = body.rfind(b"\n") + 1
+        if body[cut:cut + 1] == b"\0":  # begun, its head never stored
+            data, tail = body[:cut], body[cut:]
+        elif len(body) < len(data) - 1:  # the newlines allocated ahead
+            data = body + b"\n" if body else b""
     if data and not data.endswith(b"\n"):
         if not allow_partial_tail:
             raise error("%s does not end with a newline: %r" % (name, data[-80:]))

@@ -64,7 +64,7 @@ static void test_records_then_zeros_then_trim(void **state)
     int fd = open_file("a.dump", &id);
     assert_int_equal(write(fd, "HEADER__", 8), 8);
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 8), 0);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 8, 0), 0);
     assert_true(pi_mmaplog_active(&m));
     assert_true(size_of(fd) >= PI_MMAPLOG_FIRST_STEP);
     uint8_t rec[40];
@@ -95,7 +95,7 @@ static void test_growth_keeps_every_record(void **state)
     struct pi_file_id id;
     int fd = open_file("b.dump", &id);
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0), 0);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, 0), 0);
     enum { COUNT = 20000 };
     uint8_t rec[1024];
     uint64_t at = 0;
@@ -122,6 +122,8 @@ static void test_growth_keeps_every_record(void **state)
     close(fd);
 }
 
+static int fallocate_all(int fd, off_t off, off_t len) { return (int)fallocate(fd, 0, off, len); }
+
 static int unsupported(int fd, off_t off, off_t len)
 {
     (void)fd, (void)off, (void)len;
@@ -138,11 +140,14 @@ static void test_start_fails_without_fallocate(void **state)
     assert_int_equal(write(fd, "HEADER__", 8), 8);
     pi_mmaplog_allocate = unsupported;
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 8), -1);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 8, 0), -1);
     assert_int_equal(errno, EOPNOTSUPP);
     assert_false(pi_mmaplog_active(&m));
     assert_int_equal(size_of(fd), 8);
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 5), -1); /* not a multiple of 8 */
+    pi_mmaplog_allocate = fallocate_all;
+    /* A file that is not `end` bytes long is another writer's too. */
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 5, 0), -1);
+    assert_int_equal(errno, EBUSY);
     close(fd);
 }
 
@@ -165,7 +170,7 @@ static void test_limit_takes_whole_records_only(void **state)
     limit = PI_MMAPLOG_FIRST_STEP + 100;
     pi_mmaplog_allocate = limited;
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0), 0);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, 0), 0);
     uint8_t rec[64];
     uint64_t written = 0;
     int rc = 0;
@@ -191,7 +196,7 @@ static void test_reused_descriptor_is_left_alone(void **state)
     struct pi_file_id id;
     int fd = open_file("e.dump", &id);
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0), 0);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, 0), 0);
     char other[256];
     snprintf(other, sizeof other, "%s/other", dir);
     close(fd);
@@ -210,20 +215,96 @@ static void test_reused_descriptor_is_left_alone(void **state)
     close(fd2);
 }
 
-/* Lengths that would leave a record unaligned are refused. */
-static void test_lengths_are_multiples_of_8(void **state)
+/* Records under 8 bytes are refused; others need not be multiples of 8. */
+static void test_lengths(void **state)
 {
     (void)state;
     struct pi_file_id id;
     int fd = open_file("f.dump", &id);
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0), 0);
-    uint8_t rec[16] = {1};
-    assert_int_equal(pi_mmaplog_append(&m, rec, 12), -1);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, 0), 0);
+    uint8_t rec[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    assert_int_equal(pi_mmaplog_append(&m, rec, 7), -1);
     assert_int_equal(errno, EINVAL);
     assert_int_equal(pi_mmaplog_append(&m, rec, 0), -1);
     assert_int_equal(m.end, 0);
-    pi_mmaplog_forget(&m);
+    assert_int_equal(pi_mmaplog_append(&m, rec, 12), 0);
+    assert_int_equal(pi_mmaplog_append(&m, rec, 9), 0); /* its head unaligned */
+    assert_int_equal(pi_mmaplog_trim(&m), 0);
+    off_t len;
+    uint8_t *buf = read_all(fd, &len);
+    assert_int_equal(len, 21);
+    assert_memory_equal(buf, rec, 12);
+    assert_memory_equal(buf + 12, rec, 9);
+    free(buf);
+    close(fd);
+}
+
+/* A text file (the perf map): what is allocated ahead reads as blank lines,
+ * lines of any length go in whole, and trim leaves the lines alone. */
+static void test_text_lines_between_newlines(void **state)
+{
+    (void)state;
+    struct pi_file_id id;
+    int fd = open_file("t.map", &id);
+    struct pi_mmaplog m;
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, '\n'), 0);
+    char line[128], want[64 * 1024];
+    size_t used = 0;
+    for (int n = 0; used + 128 < sizeof want; n++) {
+        int len = snprintf(line, sizeof line, "7f%010x %x py::f%d:%.*s\n", n * 128, 128, n,
+                           n % 37, "/some/where/in/a/long/path/file.py");
+        assert_int_equal(pi_mmaplog_append(&m, line, (size_t)len), 0);
+        memcpy(want + used, line, (size_t)len);
+        used += (size_t)len;
+    }
+    off_t len;
+    uint8_t *buf = read_all(fd, &len);
+    assert_true((uint64_t)len > used);
+    assert_memory_equal(buf, want, used);
+    for (off_t i = (off_t)used; i < len; i++)
+        assert_int_equal(buf[i], '\n');
+    free(buf);
+    assert_int_equal(pi_mmaplog_trim(&m), 0);
+    assert_int_equal(size_of(fd), (off_t)used);
+    close(fd);
+}
+
+/* Another writer appends to the file (CPython's perf map at run time): its
+ * line lands after the fill, the mapping goes on until it would have to
+ * grow over it, then stops with EBUSY, and trim cuts nothing of it. */
+static void test_another_writer_stops_the_mapping(void **state)
+{
+    (void)state;
+    struct pi_file_id id;
+    int fd = open_file("u.map", &id);
+    struct pi_mmaplog m;
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, '\n'), 0);
+    const char ours[] = "7f0000001000 80 py::ours:a.py\n";
+    const char theirs[] = "7f0000009000 40 py::theirs:b.py\n";
+    assert_int_equal(pi_mmaplog_append(&m, ours, sizeof ours - 1), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/u.map", dir);
+    int other = open(path, O_WRONLY | O_APPEND);
+    assert_true(other >= 0);
+    assert_int_equal(write(other, theirs, sizeof theirs - 1), (ssize_t)sizeof theirs - 1);
+    close(other);
+    off_t cap = size_of(fd);
+    int rc = 0, n = 0;
+    while (rc == 0 && n++ < 100000)
+        rc = pi_mmaplog_append(&m, ours, sizeof ours - 1);
+    assert_int_equal(rc, -1);
+    assert_int_equal(errno, EBUSY);
+    assert_int_equal(size_of(fd), cap); /* nothing grown over their line */
+    uint64_t end = m.end;
+    assert_int_equal(pi_mmaplog_trim(&m), 0);
+    off_t len;
+    uint8_t *buf = read_all(fd, &len);
+    assert_int_equal(len, cap);
+    assert_memory_equal(buf + len - (sizeof theirs - 1), theirs, sizeof theirs - 1);
+    for (off_t i = (off_t)end; i < len - (off_t)(sizeof theirs - 1); i++)
+        assert_int_equal(buf[i], '\n');
+    free(buf);
     close(fd);
 }
 
@@ -235,7 +316,7 @@ static void test_forked_child_forgets_the_parents_file(void **state)
     struct pi_file_id id;
     int fd = open_file("g.dump", &id);
     struct pi_mmaplog m;
-    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0), 0);
+    assert_int_equal(pi_mmaplog_start(&m, fd, &id, 0, 0), 0);
     uint8_t rec[32];
     record(rec, sizeof rec, 1);
     assert_int_equal(pi_mmaplog_append(&m, rec, sizeof rec), 0);
@@ -277,7 +358,9 @@ int main(void)
         cmocka_unit_test_setup(test_start_fails_without_fallocate, restore_allocate),
         cmocka_unit_test_setup(test_limit_takes_whole_records_only, restore_allocate),
         cmocka_unit_test_setup(test_reused_descriptor_is_left_alone, restore_allocate),
-        cmocka_unit_test_setup(test_lengths_are_multiples_of_8, restore_allocate),
+        cmocka_unit_test_setup(test_lengths, restore_allocate),
+        cmocka_unit_test_setup(test_text_lines_between_newlines, restore_allocate),
+        cmocka_unit_test_setup(test_another_writer_stops_the_mapping, restore_allocate),
         cmocka_unit_test_setup(test_forked_child_forgets_the_parents_file, restore_allocate),
     };
     return cmocka_run_group_tests_name("mmaplog", tests, scratch_setup, scratch_teardown);
