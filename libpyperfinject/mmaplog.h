@@ -51,9 +51,10 @@ struct pi_mmaplog {
     uint8_t fill;                /* what the bytes after the records hold */
 };
 
-/* First growth and the largest one: a short-lived process leaves at most
- * PI_MMAPLOG_FIRST_STEP of zeros when killed. */
-enum { PI_MMAPLOG_FIRST_STEP = 16 << 10, PI_MMAPLOG_MAX_STEP = 256 << 10 };
+/* First growth and the largest one. A process that leaves with os._exit
+ * (forked workers do) or is killed keeps what was allocated ahead: one page
+ * for a short-lived one, PI_MMAPLOG_MAX_STEP at most. */
+enum { PI_MMAPLOG_FIRST_STEP = 4 << 10, PI_MMAPLOG_MAX_STEP = 256 << 10 };
 
 /* Starts writing fd (identity id) through a mapping after its first `end`
  * bytes (written otherwise), filling what it allocates ahead with `fill`.
