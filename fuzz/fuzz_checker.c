@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     static const char *const patterns[] = {"py::*", "*[", "py::f[0-9]:*", "\\"};
     struct pi_jdc_options opts = {(mode & 4) != 0, mode & 8 ? 4242u : 0u, patterns,
-                                  (size_t)(mode >> 4) % 5};
+                                  (size_t)(mode >> 4) % 5, (mode >> 4) % 5 == 4};
     struct pi_jdc_report rep;
     bool ok = pi_jdc_check(buf, len, &opts, &rep);
     size_t total = 0, truncs = pi_jdc_count(&rep, PI_JDC_TRUNCATED);

@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Strict check of the whole dump, on an exact-size copy. */
     uint8_t *copy = fz_dup(dump, len);
-    struct pi_jdc_options opts = {false, PID, NULL, 0};
+    struct pi_jdc_options opts = {false, PID, NULL, 0, false};
     struct pi_jdc_report rep;
     bool ok = pi_jdc_check(copy, len, &opts, &rep);
     if (!ok)
