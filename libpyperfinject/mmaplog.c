@@ -1,3 +1,6 @@
+/* A file of records written through a shared mapping of it: grown ahead,
+ * filled with what readers skip, each record made visible by one store
+ * (mmaplog.h). */
 #include "mmaplog.h"
 
 #include <errno.h>
