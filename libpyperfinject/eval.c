@@ -110,14 +110,6 @@ static void read_names(struct pi_state *s, const void *code, struct names *out)
         py->ErrRestore(et, ev, etb);
 }
 
-static void side_key(const struct pi_state *s, const void *code, struct pi_side_key *key)
-{
-    key->code = code;
-    key->name = field(code, s->abi.co_name);
-    key->filename = field(code, s->abi.co_filename);
-    key->firstlineno = *(const int32_t *)((const char *)code + s->abi.co_firstlineno);
-}
-
 /* CPython's _PyCodeObjectExtra: a size, then one slot per extra user. */
 struct code_extra {
     pi_ssize_t size;
@@ -132,11 +124,8 @@ static inline void *lookup(struct pi_state *s, pi_pyobj *code, long index)
             *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
         return x != NULL && index < x->size ? x->slots[index] : NULL;
     }
-    if (mode == PI_LOOKUP_SIDE_TABLE) {
-        struct pi_side_key key;
-        side_key(s, code, &key);
-        return pi_sidetable_get(&s->side, &key);
-    }
+    if (mode == PI_LOOKUP_SIDE_TABLE)
+        return pi_sidetable_get(&s->side, code);
     void *tramp = NULL;
     /* Fails only for non-code objects, which the caller ruled out. */
     if (s->hot.get_extra(code, index, &tramp) != 0)
@@ -166,9 +155,7 @@ static void verify_direct_lookup(struct pi_state *s, pi_pyobj *code, long index,
 static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
 {
     if (s->abi.extra == PI_EXTRA_SIDE_TABLE) {
-        struct pi_side_key key;
-        side_key(s, code, &key);
-        if (pi_sidetable_put(&s->side, &key, tramp) != 0)
+        if (pi_sidetable_put(&s->side, code, tramp) != 0)
             return -1;
         /* Keep the code object: its address must not come back as another
          * code object's while the entry exists (sidetable.h). */
@@ -411,9 +398,7 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
                 ~PI_ATTN_LOOKUP) == 0 && !pi_stack_low())) {
         pi_pyobj *code = code_of(&s->hot, frame);
         if (LIKELY(code != NULL)) {
-            struct pi_side_key key;
-            side_key(s, code, &key);
-            void *tramp = pi_sidetable_get(&s->side, &key);
+            void *tramp = pi_sidetable_get(&s->side, code);
             if (LIKELY(tramp != NULL))
                 return ((tramp_fn)tramp)(frame, (void *)(intptr_t)throwflag, NULL,
                                          hot_next_eval(&s->hot));

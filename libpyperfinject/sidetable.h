@@ -1,27 +1,23 @@
 /* Code object -> trampoline, for interpreters without a safe code-extra API
  * (3.6/3.7: requesting an index from a preload crashes Py_EndInterpreter).
  *
- * Keyed by the code object's address, which the table keeps valid: the
- * caller holds a reference to every code object it records (eval.c), so an
- * address is never reused for another code object. (Validating by the name
- * and file objects alone was not enough: 64 threads exec'ing look-alike
- * functions got freed objects' addresses back, names included.) The name,
- * file and line are still compared, as a second check. Guarded by the GIL
- * (those versions have one GIL for all interpreters). */
+ * Keyed by the code object's address alone. The caller holds a reference to
+ * every code object it records (eval.c), so an address is never reused for
+ * another code object while its entry exists. (Before that reference, 64
+ * threads exec'ing look-alike functions got freed objects' addresses back,
+ * names included: no comparison of name, file and line could tell them
+ * apart, and the reference made such a comparison redundant.) An entry is
+ * two pointers, and the table grows at three quarters full: 16 bytes a slot,
+ * 21-43 bytes per function. Guarded by the GIL (those versions have one GIL
+ * for all interpreters). */
 #ifndef PI_SIDETABLE_H
 #define PI_SIDETABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct pi_side_key {
-    const void *code;
-    const void *name, *filename; /* the objects, compared by identity */
-    int32_t firstlineno;
-};
-
 struct pi_side_entry {
-    struct pi_side_key key;
+    const void *code; /* NULL: a free slot */
     void *tramp;
 };
 
@@ -36,27 +32,24 @@ static inline size_t pi_side_hash(const void *code)
     return (size_t)(x * 0x9e3779b97f4a7c15ull >> 20);
 }
 
-/* The trampoline recorded for key, or NULL. Inline: it is on the hot path
+/* The trampoline recorded for code, or NULL. Inline: it is on the hot path
  * of 3.6/3.7. */
-static inline void *pi_sidetable_get(const struct pi_sidetable *t, const struct pi_side_key *key)
+static inline void *pi_sidetable_get(const struct pi_sidetable *t, const void *code)
 {
     if (t->capacity == 0)
         return NULL;
     size_t mask = t->capacity - 1;
-    for (size_t i = pi_side_hash(key->code) & mask;; i = (i + 1) & mask) {
+    for (size_t i = pi_side_hash(code) & mask;; i = (i + 1) & mask) {
         const struct pi_side_entry *e = &t->slots[i];
-        if (e->key.code == key->code)
-            return e->key.name == key->name && e->key.filename == key->filename &&
-                           e->key.firstlineno == key->firstlineno
-                       ? e->tramp
-                       : NULL;
-        if (e->key.code == NULL)
+        if (e->code == code)
+            return e->tramp;
+        if (e->code == NULL)
             return NULL;
     }
 }
 
-/* Records (or replaces) the trampoline for key.code. Returns 0, or -1 when
+/* Records (or replaces) the trampoline for code. Returns 0, or -1 when
  * memory runs out (the table is unchanged). */
-int pi_sidetable_put(struct pi_sidetable *t, const struct pi_side_key *key, void *tramp);
+int pi_sidetable_put(struct pi_sidetable *t, const void *code, void *tramp);
 
 #endif
