@@ -54,6 +54,23 @@ static size_t printable_run(const unsigned char *s, size_t len)
     return run;
 }
 
+/* 1 if all of s[0..len) is printable ASCII: word by word, the last word
+ * overlapping the one before it; under eight bytes, byte by byte. */
+static int all_printable(const unsigned char *s, size_t len)
+{
+    uint64_t w;
+    if (len < 8) {
+        for (size_t i = 0; i < len; i++)
+            if (s[i] < 0x20 || s[i] >= 0x7f)
+                return 0;
+        return 1;
+    }
+    for (size_t i = 0; i + 8 <= len; i += 8)
+        if (memcpy(&w, s + i, 8), !printable8(w))
+            return 0;
+    return memcpy(&w, s + len - 8, 8), printable8(w);
+}
+
 /* Appends src with escaping; returns 1 if all of it fitted. */
 static int append(char *out, size_t *used, size_t cap, const char *src, size_t len)
 {
@@ -104,6 +121,11 @@ size_t pi_sanitize_append(char *out, size_t used, size_t cap, const char *src, s
 {
     if (cap == 0 || used >= cap)
         return used;
+    if (len < cap - used && all_printable((const unsigned char *)src, len)) {
+        memcpy(out + used, src, len);
+        out[used + len] = '\0';
+        return used + len;
+    }
     append(out, &used, cap, src, len);
     return used;
 }
@@ -117,6 +139,19 @@ size_t pi_format_symbol(char *out, size_t cap, const char *qualname, size_t qual
     /* Work within PI_SYMBOL_MAX, keeping room for the ellipsis. */
     size_t limit = cap < PI_SYMBOL_MAX + 1 ? cap : PI_SYMBOL_MAX + 1;
     size_t body = limit - (sizeof ellipsis - 1);
+    /* Nearly every name: printable and short. Copied whole, as the escaping
+     * loop below would copy it (it runs once per new function). */
+    size_t total = 4 + qualname_len + 1 + filename_len;
+    if (qualname != NULL && filename != NULL && total < body &&
+        all_printable((const unsigned char *)qualname, qualname_len) &&
+        all_printable((const unsigned char *)filename, filename_len)) {
+        memcpy(out, "py::", 4);
+        memcpy(out + 4, qualname, qualname_len);
+        out[4 + qualname_len] = ':';
+        memcpy(out + 5 + qualname_len, filename, filename_len);
+        out[total] = '\0';
+        return total;
+    }
     size_t used = 0;
     int whole = append(out, &used, body, "py::", 4) &&
                 (qualname ? append(out, &used, body, qualname, qualname_len)
@@ -136,14 +171,9 @@ size_t pi_format_symbol(char *out, size_t cap, const char *qualname, size_t qual
 static size_t put_hex(char *out, uint64_t v)
 {
     static const char hex[] = "0123456789abcdef";
-    char tmp[16];
-    size_t n = 0;
-    do {
-        tmp[n++] = hex[v & 15];
-        v >>= 4;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
+    size_t n = v == 0 ? 1 : (size_t)(64 - __builtin_clzll(v) + 3) / 4;
+    for (size_t i = n; i-- > 0; v >>= 4)
+        out[i] = hex[v & 15];
     return n;
 }
 
