@@ -4,6 +4,7 @@
 
 #include "control.h"
 #include "inject.h"
+#include "lock.h"
 #include "state.h"
 
 #define API __attribute__((visibility("default")))
@@ -52,8 +53,8 @@ API int pyperfinject_flush(void)
     struct pi_state *s = &pi_state;
     if (!pi_is_active())
         return -1;
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     int rc = pi_backends_flush(&s->backends);
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
     return rc;
 }

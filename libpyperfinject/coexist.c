@@ -16,6 +16,7 @@
 #include "coexist.h"
 
 #include "interp.h"
+#include "lock.h"
 #include "log.h"
 #include "state.h"
 
@@ -58,17 +59,17 @@ static pi_pyobj *activate_wrapper(pi_pyobj *holder, pi_pyobj *args, pi_pyobj *kw
     /* Before CPython opens (and truncates) the file it will write. */
     unsigned stopped = 0;
     if (left && name != NULL) {
-        pthread_mutex_lock(&s->lock);
+        pi_lock(s);
         stopped = pi_backends_give_way(&s->backends, name, s->cfg.dir);
-        pthread_mutex_unlock(&s->lock);
+        pi_unlock(s);
     }
     pi_pyobj *result = s->py.ObjectCall(original, args, kwargs);
     s->py.DecRef(original);
     if (result == NULL && left) {
         pi_interp_yield(s, interp, 0); /* CPython did not take it */
-        pthread_mutex_lock(&s->lock);
+        pi_lock(s);
         pi_backends_resume(&s->backends, stopped);
-        pthread_mutex_unlock(&s->lock);
+        pi_unlock(s);
     } else if (result != NULL && left) {
         pi_log(PI_LOG_INFO, "sys.activate_stack_trampoline: CPython's trampoline takes over "
                             "this interpreter");
@@ -108,12 +109,12 @@ static void build_doc(struct pi_state *s, pi_pyobj *original)
         snprintf(full, sizeof full, "%s%s\n--\n\n%s", activate_def.name, sig, doc);
     else
         snprintf(full, sizeof full, "%s", doc);
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     if (activate_def.doc == NULL && full[0] != '\0') {
         memcpy(activate_doc, full, sizeof activate_doc);
         activate_def.doc = activate_doc;
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }
 
 /* Under the GIL: sys.activate_stack_trampoline replaced by the wrapper. */
@@ -140,7 +141,7 @@ void pi_coexist_watch(struct pi_state *s, void *interp)
 {
     if (s->abi.cpython_perf == PI_CPYTHON_PERF_NONE || !s->py.IsInitialized())
         return;
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     struct pi_interp_record *r = NULL;
     unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
     for (unsigned i = 0; i < n && r == NULL; i++)
@@ -150,7 +151,7 @@ void pi_coexist_watch(struct pi_state *s, void *interp)
         r->coexist_checked = 1;
         atomic_fetch_sub(&s->coexist_pending, 1);
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
     if (r == NULL)
         return;
 

@@ -10,6 +10,7 @@
 
 #include "interp.h"
 #include "fork.h"
+#include "lock.h"
 #include "log.h"
 #include "names.h"
 #include "stackguard.h"
@@ -116,13 +117,28 @@ struct code_extra {
     void *slots[];
 };
 
+/* A code object's extra array and a slot of it, read with acquire: free-
+ * threaded 3.14+ publishes both with release stores (gh-144981), and 3.13t
+ * with plain stores in the same order, which x86-64 keeps (TSO). Plain
+ * loads on x86-64; ldar on AArch64. */
+static inline const struct code_extra *extra_of(const struct pi_hot *hot, const pi_pyobj *code)
+{
+    return __atomic_load_n(
+        (struct code_extra *const *)(const void *)((const char *)code + hot->co_extra_offset),
+        __ATOMIC_ACQUIRE);
+}
+
+static inline void *slot_of(const struct code_extra *x, long index)
+{
+    return __atomic_load_n(&x->slots[index], __ATOMIC_ACQUIRE);
+}
+
 static inline void *lookup(struct pi_state *s, pi_pyobj *code, long index)
 {
     int mode = atomic_load_explicit(&s->hot.lookup, memory_order_relaxed);
     if (LIKELY(mode == PI_LOOKUP_DIRECT)) {
-        const struct code_extra *x =
-            *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
-        return x != NULL && index < x->size ? x->slots[index] : NULL;
+        const struct code_extra *x = extra_of(&s->hot, code);
+        return x != NULL && index < x->size ? slot_of(x, index) : NULL;
     }
     if (mode == PI_LOOKUP_SIDE_TABLE)
         return pi_sidetable_get(&s->side, code);
@@ -184,7 +200,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
     struct names names;
     read_names(s, code, &names);
 
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     void *tramp = lookup(s, code, index); /* another thread may have won */
     if (tramp == NULL) {
         pi_fork_before_announce(s); /* a forked child's own files, at first need */
@@ -214,7 +230,7 @@ static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_py
                 verify_direct_lookup(s, code, index, tramp);
         }
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
     return tramp;
 }
 
@@ -307,10 +323,9 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
     pi_pyobj *code = code_of(&s->hot, frame);
     if (UNLIKELY(code == NULL))
         return NULL;
-    const struct code_extra *x =
-        *(struct code_extra *const *)((const char *)code + s->hot.co_extra_offset);
+    const struct code_extra *x = extra_of(&s->hot, code);
     long index = hot_extra_index(&s->hot);
-    return LIKELY(x != NULL && index < x->size) ? x->slots[index] : NULL;
+    return LIKELY(x != NULL && index < x->size) ? slot_of(x, index) : NULL;
 }
 
 /* The entry points and the tail-call wrappers are left uninstrumented so

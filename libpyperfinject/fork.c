@@ -22,6 +22,7 @@
 #include "fork.h"
 
 #include "control.h"
+#include "lock.h"
 #include "log.h"
 #include "state.h"
 
@@ -70,9 +71,9 @@ int pi_fork_watch(void)
 
 void pi_fork_first_call(struct pi_state *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     pi_attention_lower(s, PI_ATTN_FORK);
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
     pi_control_after_fork(s);
 }
 

@@ -8,6 +8,7 @@
  * wait.c's; deciding when to switch is control.c's and coexist.c's. */
 #include "interp.h"
 
+#include "lock.h"
 #include "log.h"
 #include "state.h"
 
@@ -170,7 +171,7 @@ void pi_interp_install(struct pi_state *s, void *interp)
     int64_t id = interp_id(s, interp);
     if (id_installed(s, id))
         return;
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     if (id_installed(s, id) || mark_installed(s, id) != 0)
         goto out;
     long index = -1;
@@ -195,12 +196,12 @@ void pi_interp_install(struct pi_state *s, void *interp)
     pi_log(PI_LOG_DEBUG, "%s interpreter %lld (code-extra index %ld)",
            r->state == PI_INTERP_HOOKED ? "hooked" : "found", (long long)id, index);
 out:
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }
 
 void pi_interp_leave(struct pi_state *s, void *interp)
 {
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     struct pi_interp_record *r = record_of(s, interp);
     if (r != NULL && r->state == PI_INTERP_HOOKED &&
         (atomic_load(&s->hot.attention) & PI_ATTN_OFF)) {
@@ -209,23 +210,23 @@ void pi_interp_leave(struct pi_state *s, void *interp)
         r->state = PI_INTERP_LEFT;
         pi_log(PI_LOG_DEBUG, "interpreter %lld switched off", (long long)r->id);
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }
 
 void pi_interp_rejoin_all(struct pi_state *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     unsigned n = s->nrecords < PI_MAX_INTERP_RECORDS ? s->nrecords : PI_MAX_INTERP_RECORDS;
     for (unsigned i = 0; i < n && !(atomic_load(&s->hot.attention) & PI_ATTN_OFF); i++)
         if (s->records[i].state == PI_INTERP_LEFT && hook_in(s, &s->records[i]) == 0)
             pi_log(PI_LOG_DEBUG, "interpreter %lld switched on", (long long)s->records[i].id);
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }
 
 int pi_interp_yield(struct pi_state *s, void *interp, int yield)
 {
     int changed = 0;
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     struct pi_interp_record *r = record_of(s, interp);
     void *hook = s->hook;
     if (r != NULL && yield && r->state != PI_INTERP_YIELDED) {
@@ -241,20 +242,21 @@ int pi_interp_yield(struct pi_state *s, void *interp, int yield)
             hook_in(s, r);
         changed = 1;
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
     return changed;
 }
 
 void pi_interp_notice_replacement(struct pi_state *s, void *interp)
 {
-    if (s->replacement_reported || (atomic_load(&s->hot.attention) & PI_ATTN_OFF))
+    if (atomic_load_explicit(&s->replacement_reported, memory_order_relaxed) ||
+        (atomic_load(&s->hot.attention) & PI_ATTN_OFF))
         return;
     void *current = read_eval_func(s, interp);
     if (current == s->hook)
         return;
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     struct pi_interp_record *r = record_of(s, interp);
-    if (r != NULL && r->state == PI_INTERP_HOOKED && !s->replacement_reported) {
+    if (r != NULL && r->state == PI_INTERP_HOOKED && !atomic_load(&s->replacement_reported)) {
         Dl_info info;
         int known = current != NULL && dladdr(current, &info) != 0;
         pi_log(PI_LOG_INFO,
@@ -262,14 +264,14 @@ void pi_interp_notice_replacement(struct pi_state *s, void *interp)
                "front of ours; Python functions are named only while it passes calls on",
                (long long)r->id, known && info.dli_sname ? info.dli_sname : "?",
                known && info.dli_fname ? info.dli_fname : "?");
-        s->replacement_reported = 1;
+        atomic_store(&s->replacement_reported, 1);
     }
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }
 
 void pi_interp_forget_all(struct pi_state *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pi_lock(s);
     uint64_t *bits = atomic_load(&s->installed_ids);
     uint64_t words = atomic_load(&s->installed_words);
     for (uint64_t i = 0; i < words; i++)
@@ -277,5 +279,5 @@ void pi_interp_forget_all(struct pi_state *s)
     s->nrecords = 0;
     atomic_store(&s->coexist_pending, 0);
     pi_attention_lower(s, PI_ATTN_MIXED);
-    pthread_mutex_unlock(&s->lock);
+    pi_unlock(s);
 }

@@ -42,6 +42,8 @@ static const struct symbol symbols[] = {
     {F(ErrSetString), {"PyErr_SetString"}, 6, 99},
     {F(ExcRecursionError), {"PyExc_RecursionError"}, 6, 99},
     {F(AddPendingCall), {"Py_AddPendingCall"}, 6, 99},
+    {F(SaveThread), {"PyEval_SaveThread"}, 6, 99},
+    {F(RestoreThread), {"PyEval_RestoreThread"}, 6, 99},
     {F(GILStateCheck), {"PyGILState_Check"}, 6, 99},
     {F(GILStateEnsure), {"PyGILState_Ensure"}, 6, 99},
     {F(GILStateRelease), {"PyGILState_Release"}, 6, 99},

@@ -40,6 +40,8 @@ struct pi_py {
     void (*ErrSetString)(pi_pyobj *type, const char *message);
     pi_pyobj **ExcRecursionError;                      /* &PyExc_RecursionError */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
+    void *(*SaveThread)(void);                         /* detaches this thread */
+    void (*RestoreThread)(void *tstate);
     int (*GILStateCheck)(void);                        /* 1: this thread holds the GIL */
     int (*GILStateEnsure)(void);                       /* PyGILState_STATE, an enum */
     void (*GILStateRelease)(int state);

@@ -117,7 +117,9 @@ struct pi_state {
     unsigned nrecords;
     _Atomic(uint64_t *) installed_ids; /* bitmap of interpreter IDs hooked */
     _Atomic uint64_t installed_words;
-    int replacement_reported;    /* "another eval function replaced ours" said */
+    /* "another eval function replaced ours" said. Read without the lock by
+     * audit hooks, which a free-threaded build runs on many threads at once. */
+    _Atomic int replacement_reported;
     int direct_lookup_verified;  /* the co_extra offset was checked against the API */
     _Atomic int coexist_pending; /* records whose sys functions are not wrapped yet */
     struct pi_control *control;  /* runtime switching (control.c), NULL until used */
