@@ -6,7 +6,8 @@
 #          (default: all)
 #     core       build + unit/integration test tools for the host
 #     aarch64    cross compiler, arm64 libc headers and qemu-user (qemu-aarch64)
-#     provision  what tests/provision/debian-python.sh needs beyond apt+dpkg
+#     provision  what tests/provision/debian-python.sh and
+#                freethreaded-python.sh need beyond apt, dpkg, gcc and make
 #     programs   real programs the hardening suite runs under the library
 #                (Twisted's and gevent's process spawning, on Debian's python3)
 #     containers a real container engine and a base image (tests/containers)
@@ -27,7 +28,9 @@ set -euo pipefail
 # by clang); llvm: llvm-symbolizer, for readable sanitizer reports.
 readonly GROUP_CORE="libcmocka-dev libunwind-dev python3.11-dbg shellcheck clang libclang-rt-dev llvm linux-perf valgrind"
 readonly GROUP_AARCH64="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
-readonly GROUP_PROVISION="debian-archive-keyring"
+# dpkg-dev and the -dev packages: freethreaded-python.sh unpacks Debian's
+# CPython source package and builds it with the modules the tests import.
+readonly GROUP_PROVISION="debian-archive-keyring dpkg-dev pkgconf libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libzstd-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libexpat1-dev libgdbm-dev"
 readonly GROUP_PROGRAMS="python3-twisted python3-gevent"
 # catatonit: podman run --init; debootstrap: the base image (no registry).
 readonly GROUP_CONTAINERS="podman runc catatonit debootstrap"
@@ -36,7 +39,7 @@ readonly GROUP_CONSUMERS="chromium linux-perf shellcheck pkgconf groff-base util
 readonly STALE_MINUTES=$((24 * 60))
 
 usage() {
-    sed -n '2,23s/^# \{0,1\}//p' "$0"
+    sed -n '2,24s/^# \{0,1\}//p' "$0"
 }
 
 strict=0

@@ -6,6 +6,9 @@
 #                (cached, so cheap once done):
 #                  amd64: every python3.X >= 3.12 that sid has, plus its -dbg
 #                  arm64: bookworm's 3.11 and sid's newest python3.X
+#                and free-threaded builds of Debian's CPython sources with
+#                freethreaded-python.sh (3.13 and newer, where the archive
+#                serves the source; built once, about ten minutes each)
 #                its report lines go to stderr
 #   --check      list only interpreters that run (`-c pass`); slower, arm64
 #                ones start under qemu
@@ -17,6 +20,7 @@
 #   sid-3.14              CACHE/bin/python3.14-sid-amd64             sid
 #   sid-3.14-dbg          CACHE/bin/python3.14-dbg-sid-amd64         sid-dbg
 #   arm64-bookworm-3.11   CACHE/bin/python3.11-bookworm-arm64        arm64
+#   sid-3.13t             CACHE/bin/python3.13t-sid-amd64            ft
 # (other suites: trixie-3.13 / trixie; arm64 -dbg ones: arm64-dbg).
 # pyenv versions are whatever is installed, 2.7 included: the tests use it to
 # check that the library stays inert.  CACHE is as in debian-python.sh.
@@ -27,7 +31,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${PYPERFINJECT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyperfinject}
 
-usage() { sed -n '2,25s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,29s/^# \{0,1\}//p' "$0"; }
 
 provision=0
 check=0
@@ -56,6 +60,10 @@ if [ "$provision" -eq 1 ]; then
         "$dp" --arch arm64 --suite sid "$newest" >&2
     else
         echo "interpreters.sh: no sid arm64 interpreter to provision" >&2
+    fi
+    if [ "$(uname -m)" = x86_64 ]; then
+        mapfile -t ft < <("$HERE/freethreaded-python.sh" --list)
+        [ "${#ft[@]}" -eq 0 ] || "$HERE/freethreaded-python.sh" "${ft[@]}" >&2
     fi
 fi
 
@@ -108,10 +116,16 @@ for py in /usr/bin/python3.*; do
     fi
 done
 
-# wrappers made by debian-python.sh: python3.X[-dbg]-SUITE-ARCH
+# wrappers made by debian-python.sh: python3.X[-dbg]-SUITE-ARCH; links made by
+# freethreaded-python.sh: python3.Xt-SUITE-amd64
 if [ -d "$CACHE/bin" ]; then
     while IFS= read -r name; do
         w=$CACHE/bin/$name
+        if [[ "$name" =~ ^python(3\.[0-9]+t)-([a-z][a-z0-9]*)-amd64$ ]]; then
+            [ -x "$w" ] || continue
+            emit "${BASH_REMATCH[2]}-${BASH_REMATCH[1]}" "$w" ft
+            continue
+        fi
         [[ "$name" =~ ^python(3\.[0-9]+)(-dbg)?-([a-z][a-z0-9]*)-(amd64|arm64)$ ]] || continue
         [ -x "$w" ] || continue # also drops dangling symlinks
         v=${BASH_REMATCH[1]} dbg=${BASH_REMATCH[2]} suite=${BASH_REMATCH[3]} arch=${BASH_REMATCH[4]}
