@@ -323,6 +323,9 @@ probe_python() {
     return 0
 }
 
+# " (free-threaded)" for a free-threaded build: named like the others.
+ft_note() { [ "$PY_FT" != yes ] || printf ' (free-threaded)'; }
+
 # Dies unless the probed interpreter is one the library names functions in.
 require_supported_python() {
     if [ "$PY_IMPL" != cpython ]; then
@@ -332,10 +335,6 @@ require_supported_python() {
     local major=${PY_VER%%.*} minor=${PY_VER#*.}
     if [ "$major" -ne 3 ] || [ "$minor" -lt 6 ] || [ "$minor" -gt 15 ]; then
         die "$PY_EXE is CPython $PY_VER: libpyperfinject supports CPython 3.6-3.15, so perf would show no Python names"
-    fi
-    if [ "$PY_FT" = yes ]; then
-        die "$PY_EXE is a free-threaded (no-GIL) build of CPython $PY_VER, which libpyperfinject does not support" \
-            "use the regular build of the same version"
     fi
 }
 
@@ -1240,9 +1239,9 @@ cmd_check() {
             local verdict
             verdict=$( (require_supported_python) 2>&1) || { echo "interpreter:  UNSUPPORTED: ${verdict#*error: }"; return 1; }
             if [ "$PY_FP" = yes ]; then
-                echo "interpreter:  $PY_EXE: CPython $PY_VER with frame pointers -> record uses --call-graph fp"
+                echo "interpreter:  $PY_EXE: CPython $PY_VER$(ft_note) with frame pointers -> record uses --call-graph fp"
             else
-                echo "interpreter:  $PY_EXE: CPython $PY_VER without frame pointers -> record uses --call-graph dwarf,$DWARF_STACK"
+                echo "interpreter:  $PY_EXE: CPython $PY_VER$(ft_note) without frame pointers -> record uses --call-graph dwarf,$DWARF_STACK"
             fi
         else
             echo "interpreter:  $PY_WHY -> record uses --call-graph dwarf,$DWARF_STACK"
