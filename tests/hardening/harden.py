@@ -24,6 +24,7 @@ usage: harden.py [--smoke | --full] [--lib PATH] [--preload-prefix PATHS]
                      (every selected test runs on it, whatever its smoke roles)
 """
 import argparse
+import collections
 import os
 import random
 import re
@@ -53,7 +54,8 @@ NOBODY = 65534
 def roles(interps):
     """Representative interpreters for --smoke: the Debian system python
     (static libpython), the oldest and the newest pyenv build (3.6: watcher
-    thread and side table), the newest sid build (tagged frames)."""
+    thread and side table), the newest sid build (tagged frames), the newest
+    free-threaded build (no GIL: many threads in the library at once)."""
     usable = [i for i in interps if not i.emulated and "2.7" not in i.label]
     by_kind = {}
     for i in usable:
@@ -77,6 +79,9 @@ def roles(interps):
     sid = sorted(by_kind.get("sid", []), key=key)
     if sid:
         pick["newest-sid"] = sid[-1]
+    ft = sorted(by_kind.get("ft", []), key=key)
+    if ft:
+        pick["newest-ft"] = ft[-1]
     return usable, pick
 
 
@@ -887,6 +892,64 @@ def t_threads(ctx, interp, work):
         t, m, took, len(names))
 
 
+def ft_stress_once(ctx, interp, work, mode, t, m):
+    out = os.path.join(work, "out")
+    os.mkdir(out)
+    pre = ctx.run([interp.command, "-W", "ignore::DeprecationWarning", script("ft_stress.py"),
+                   str(t), str(m), mode], True, out, timeout=300)
+    total = t * m * (2 if mode == "switch" else 1)
+    if pre.returncode != 0 or b"done %d errors 0" % total not in pre.stdout or ours(pre.stderr)[0]:
+        raise Fail("%s: rc %d %r %r" % (mode, pre.returncode, pre.stdout[-200:],
+                                        pre.stderr[-300:]))
+    pid = int(re.search(rb"^pid (\d+)", pre.stdout, re.M).group(1))
+    names = check_process_files(ctx, out, pid)
+    mine = [n.split(":")[2] for n in names if n.endswith(":<ft_stress>")]
+    mine = [n for n in mine if n != "<module>"]  # one per exec'd definition
+    if len(mine) != len(set(mine)):
+        counts = collections.Counter(mine)
+        raise Fail("%s: named twice: %s" % (mode, sorted(n for n, c in counts.items()
+                                                          if c > 1)[:3]))
+    made = set(mine)
+    # Switched off meanwhile, a first call may run unnamed; afterwards every
+    # one is named.
+    want = set("%s%d_%d" % (p, a, b) for p in ("fin",) if mode == "switch"
+               for a in range(t) for b in range(m)) if mode == "switch" else \
+        set("ft%d_%d" % (a, b) for a in range(t) for b in range(m))
+    if not want <= made:
+        raise Fail("%s: %d of %d functions named; missing e.g. %s" % (
+            mode, len(want & made), len(want), sorted(want - made)[:3]))
+    kids = 0
+    for n, kid in re.findall(rb"^child (\d+) (\d+)$", pre.stdout, re.M):
+        inherited = set(names)
+        check_process_files(ctx, out, int(kid), expect_names=[
+            "py::kid%s_%d:<ft_stress>" % (n.decode(), i) for i in range(5)], inherited=inherited)
+        kids += 1
+    if mode == "fork" and kids != 8:
+        raise Fail("fork: %d children reported, want 8" % kids)
+    shutil.rmtree(out, ignore_errors=True)
+    return len(made), len(names)
+
+
+def t_ft_stress(ctx, interp, work):
+    """Free-threaded builds run the library on 32 threads at once: no crash,
+    whole unique lines, every function named; also while switching on and
+    off, and while the main thread forks."""
+    ft = interp.probe().get("free_threaded")
+    runs = (50 if ctx.full else 6) if ft else (5 if ctx.full else 1)
+    modes = ("plain", "switch", "fork")
+    named = lines = 0
+    for r in range(runs):
+        mode = modes[r % len(modes)]
+        w = os.path.join(work, "r%d" % r)
+        os.mkdir(w)
+        a, b = ft_stress_once(ctx, interp, w, mode, 32, 2000)
+        named += a
+        lines += b
+        shutil.rmtree(w, ignore_errors=True)
+    return "%d runs (plain, switch, fork) of 32 threads x 2000 new functions%s: %d named " \
+        "once each, %d whole lines" % (runs, " (free-threaded)" if ft else "", named, lines)
+
+
 def t_forks(ctx, interp, work):
     out = os.path.join(work, "out")
     os.mkdir(out)
@@ -1387,7 +1450,7 @@ def t_forkwarn(ctx, interp, work):
 
 # ------------------------------------------------------------------ the table
 
-SMOKE_ALL = ("debian", "oldest", "newest-pyenv", "newest-sid")
+SMOKE_ALL = ("debian", "oldest", "newest-pyenv", "newest-sid", "newest-ft")
 EVERY = ("every",)  # every CPython 3 of the matrix, in the smoke run too
 TESTS = [
     # (name, function, smoke roles)
@@ -1412,7 +1475,8 @@ TESTS = [
     ("input/hostile-names", t_names, SMOKE_ALL),
     ("crash/sigkill", t_kill, ("debian", "newest-sid")),
     ("crash/sigkill-perf-inject", t_kill_perf, ("debian",)),
-    ("conc/threads-64x1000", t_threads, ("debian", "oldest", "newest-sid")),
+    ("conc/threads-64x1000", t_threads, ("debian", "oldest", "newest-sid", "newest-ft")),
+    ("conc/ft-stress-32x2000", t_ft_stress, ("newest-ft",)),
     ("conc/fork-200", t_forks, ("debian", "newest-pyenv")),
     ("conc/fork-while-threads-exit", t_fork_thread_exit, ("oldest", "debian")),
     ("conc/subinterpreters", t_subinterp, ("debian", "newest-pyenv")),

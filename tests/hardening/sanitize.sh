@@ -23,7 +23,9 @@
 # where CPython's GIL is a pthread mutex/condvar that TSan sees (3.8-3.13
 # here): only the library's own accesses are checked, against the library's
 # own locks and atomics. Forked children of threaded parents need
-# die_after_fork=0.
+# die_after_fork=0. On a free-threaded build (no GIL) CPython's own locks
+# are invisible to TSan: tsan.supp names the CPython internals that then
+# look racy.
 #
 # Prints PASS/FAIL/SKIP lines; last line "sanitize: N passed, N failed, N skipped".
 set -uo pipefail
@@ -63,6 +65,9 @@ debian=$(awk -F'\t' '$3 == "debian" {print $2; exit}' "$INTERPS")
 debian_label=$(awk -F'\t' '$3 == "debian" {print $1; exit}' "$INTERPS")
 second=$(awk -F'\t' '$3 == "pyenv" && $1 ~ /3\.1[1-3]/ {l=$1; c=$2} END {print l "\t" c}' "$INTERPS")
 second_label=${second%%$'\t'*}
+# The newest free-threaded build (tests/provision/freethreaded-python.sh):
+# there the library runs on many threads at once, with no GIL between them.
+ft_label=$(awk -F'\t' '$3 == "ft" {l = $1} END {print l}' "$INTERPS")
 second_cmd=${second#*$'\t'}
 if [ -z "$debian" ]; then
     result SKIP sanitize "no Debian python in the interpreter matrix"
@@ -223,6 +228,32 @@ else
             result FAIL "tsan/$label switching" "switching.py failed under TSan"
         fi
     done
+    if [ -n "$ft_label" ]; then
+        "$PY" tests/hardening/harden.py --smoke --interp "$ft_label" \
+            --only conc/threads-64x1000,conc/fork-200,conc/subinterpreters,sec/fork-warning \
+            --lib build-tsan/libpyperfinject.so --preload-prefix "$TSAN_RT" \
+            >"$SCRATCH/tsan.log" 2>&1
+        absorb "tsan/$ft_label" "$SCRATCH/tsan.log"
+        # 32 threads at once making functions, switching on and off, forking
+        # (tests/hardening/scripts/ft_stress.py; smaller than the hardening
+        # test's 32 x 2000: TSan runs it about 30 times slower).
+        cmd=$(awk -F'\t' -v l="$ft_label" '$1 == l {print $2}' "$INTERPS")
+        for ftmode in plain switch fork; do
+            out="$SCRATCH/ft-$ftmode"
+            mkdir -p "$out"
+            if (cd "$out" && PYPERFINJECT_DIR=$out \
+                LD_PRELOAD="$TSAN_RT $ROOT/build-tsan/libpyperfinject.so" \
+                timeout 600 "$cmd" -W ignore "$ROOT/tests/hardening/scripts/ft_stress.py" \
+                32 300 "$ftmode" >"$out/log" 2>&1) && grep -q " errors 0" "$out/log"; then
+                result PASS "tsan/$ft_label ft-stress $ftmode" "32 threads x 300 new functions at once"
+            else
+                tail -n 5 "$out/log"
+                result FAIL "tsan/$ft_label ft-stress $ftmode" "ft_stress.py $ftmode failed under TSan"
+            fi
+        done
+    else
+        result SKIP "tsan/free-threaded" "no free-threaded interpreter in the matrix (tests/provision/freethreaded-python.sh)"
+    fi
     reports "tsan reports" "$TLOGS"
     unset TSAN_OPTIONS
 fi
