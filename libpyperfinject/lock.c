@@ -10,9 +10,8 @@ void pi_lock(struct pi_state *s)
 {
     if (pthread_mutex_trylock(&s->lock) == 0)
         return;
-    void *tstate = NULL;
     if (!s->py.free_threaded || s->py.SaveThread == NULL || s->py.ThreadStateGet == NULL ||
-        (tstate = s->py.ThreadStateGet()) == NULL) {
+        s->py.ThreadStateGet() == NULL) {
         pthread_mutex_lock(&s->lock);
         return;
     }

@@ -912,21 +912,18 @@ def ft_stress_once(ctx, interp, work, mode, t, m):
     made = set(mine)
     # Switched off meanwhile, a first call may run unnamed; afterwards every
     # one is named.
-    want = set("%s%d_%d" % (p, a, b) for p in ("fin",) if mode == "switch"
-               for a in range(t) for b in range(m)) if mode == "switch" else \
-        set("ft%d_%d" % (a, b) for a in range(t) for b in range(m))
+    prefix = "fin" if mode == "switch" else "ft"
+    want = set("%s%d_%d" % (prefix, a, b) for a in range(t) for b in range(m))
     if not want <= made:
         raise Fail("%s: %d of %d functions named; missing e.g. %s" % (
             mode, len(want & made), len(want), sorted(want - made)[:3]))
-    kids = 0
-    for n, kid in re.findall(rb"^child (\d+) (\d+)$", pre.stdout, re.M):
-        inherited = set(names)
+    kids = re.findall(rb"^child (\d+) (\d+)$", pre.stdout, re.M)
+    inherited = set(names)
+    for n, kid in kids:
         check_process_files(ctx, out, int(kid), expect_names=[
             "py::kid%s_%d:<ft_stress>" % (n.decode(), i) for i in range(5)], inherited=inherited)
-        kids += 1
-    if mode == "fork" and kids != 8:
-        raise Fail("fork: %d children reported, want 8" % kids)
-    shutil.rmtree(out, ignore_errors=True)
+    if mode == "fork" and len(kids) != 8:
+        raise Fail("fork: %d children reported, want 8" % len(kids))
     return len(made), len(names)
 
 

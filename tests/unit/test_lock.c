@@ -103,37 +103,35 @@ static void test_taken_lock_is_awaited_detached_on_free_threaded(void **state)
     pthread_join(t, NULL);
 }
 
-static void test_gil_build_waits_plainly(void **state)
+/* Waits for a lock another thread holds without ever detaching. */
+static void assert_waits_plainly(void)
 {
-    (void)state;
-    st.py.free_threaded = 0;
     pthread_t t = hold_for(30);
     pi_lock(&st);
     assert_int_equal(atomic_load(&detaches), 0);
     pi_unlock(&st);
     pthread_join(t, NULL);
+}
+
+static void test_gil_build_waits_plainly(void **state)
+{
+    (void)state;
+    st.py.free_threaded = 0;
+    assert_waits_plainly();
 }
 
 static void test_thread_without_state_waits_plainly(void **state)
 {
     (void)state;
     atomic_store(&attached, 0); /* a thread CPython does not know, or detached */
-    pthread_t t = hold_for(30);
-    pi_lock(&st);
-    assert_int_equal(atomic_load(&detaches), 0);
-    pi_unlock(&st);
-    pthread_join(t, NULL);
+    assert_waits_plainly();
 }
 
 static void test_before_symbols_are_resolved(void **state)
 {
     (void)state;
     st.py.SaveThread = NULL; /* pi_state before start-up: a plain lock */
-    pthread_t t = hold_for(30);
-    pi_lock(&st);
-    assert_int_equal(atomic_load(&detaches), 0);
-    pi_unlock(&st);
-    pthread_join(t, NULL);
+    assert_waits_plainly();
 }
 
 int main(void)
