@@ -274,6 +274,11 @@ int pi_is_active(void) { return atomic_load(&attach_status) == ACTIVE; }
  * trampoline is let in (coexist.c). */
 static int interpreter_running(struct pi_state *s, void *tstate, void *interp)
 {
+    /* Every audit event of every interpreter comes here (hundreds at
+     * start-up): the usual one is answered by a look. */
+    if (tstate != NULL && pi_interp_settled(s, pi_abi_interp_of(&s->abi, tstate)) &&
+        atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) == 0)
+        return 0;
     if (activate(s) != 0)
         return -1;
     if (interp == NULL && tstate == NULL)
@@ -285,6 +290,7 @@ static int interpreter_running(struct pi_state *s, void *tstate, void *interp)
         pi_interp_notice_replacement(s, interp);
         if (atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) > 0)
             pi_coexist_watch(s, interp);
+        pi_interp_remember(s, interp);
     }
     return 0;
 }

@@ -269,9 +269,24 @@ void pi_interp_notice_replacement(struct pi_state *s, void *interp)
     pi_unlock(s);
 }
 
+/* A new interpreter at a freed one's address runs CPython's evaluator until
+ * hooked, so the second test sends it the full way. */
+int pi_interp_settled(struct pi_state *s, void *interp)
+{
+    return interp == atomic_load_explicit(&s->settled_interp, memory_order_relaxed) &&
+           read_eval_func(s, interp) == s->hook;
+}
+
+void pi_interp_remember(struct pi_state *s, void *interp)
+{
+    if (read_eval_func(s, interp) == s->hook)
+        atomic_store_explicit(&s->settled_interp, interp, memory_order_relaxed);
+}
+
 void pi_interp_forget_all(struct pi_state *s)
 {
     pi_lock(s);
+    atomic_store(&s->settled_interp, NULL);
     uint64_t *bits = atomic_load(&s->installed_ids);
     uint64_t words = atomic_load(&s->installed_words);
     for (uint64_t i = 0; i < words; i++)

@@ -120,6 +120,9 @@ struct pi_state {
     /* "another eval function replaced ours" said. Read without the lock by
      * audit hooks, which a free-threaded build runs on many threads at once. */
     _Atomic int replacement_reported;
+    /* The interpreter last found hooked by an audit event (interp.c): most
+     * events come from it, and it needs no more than a look. */
+    _Atomic(void *) settled_interp;
     int direct_lookup_verified;  /* the co_extra offset was checked against the API */
     _Atomic int coexist_pending; /* records whose sys functions are not wrapped yet */
     struct pi_control *control;  /* runtime switching (control.c), NULL until used */

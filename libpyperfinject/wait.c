@@ -16,7 +16,9 @@ static void on_finalize(void);
 /* Once per runtime cycle, after the first interpreter was served. */
 static void watch_finalisation(struct pi_state *s)
 {
-    if (s->wait.at_exit == NULL || atomic_exchange(&s->wait.at_exit_registered, 1))
+    if (s->wait.at_exit == NULL || atomic_load_explicit(&s->wait.at_exit_registered,
+                                                        memory_order_relaxed) ||
+        atomic_exchange(&s->wait.at_exit_registered, 1))
         return;
     if (s->wait.at_exit(on_finalize) != 0)
         atomic_store(&s->wait.at_exit_registered, 0);
