@@ -46,6 +46,13 @@ size_t pi_stack_margin(size_t stack_size);
  * if the system does not say. */
 int pi_stack_bounds(uintptr_t *lo, size_t *size);
 
+/* A floor for the main thread's stack from where the kernel put the
+ * program's file name (`execfn`, AT_EXECFN) and the stack limit: never below
+ * the floor of the exact bounds. Returns -1 when sp is not on that stack or
+ * the limit is unusable (unlimited). Pure. */
+int pi_stack_main_estimate(uintptr_t sp, uintptr_t execfn, size_t execfn_len, size_t limit,
+                           size_t page, uintptr_t *floor);
+
 /* Slow path, when pi_stack_low(): computes the thread's floor on its first
  * call (0, unguarded, when `guard` is 0 or the stack is unknown). Returns 1
  * when sp is below the floor of the thread's real stack, with the bytes used

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -147,6 +149,76 @@ static void test_recursion_stops(void **state)
     assert_true((size_t)d.depth * 512 > usable / 2);
 }
 
+/* The estimate's arithmetic: the page above the file name, less the limit,
+ * plus the margin and a slack; refused off that stack or without a limit. */
+static void test_main_estimate_arithmetic(void **state)
+{
+    (void)state;
+    const uintptr_t execfn = 0x7ffff0000fe0; /* "/usr/bin/python3" ends at ...ff0 */
+    const size_t limit = 8u << 20, page = 4096;
+    uintptr_t floor = 0;
+    assert_int_equal(pi_stack_main_estimate(0x7fffefff0000, execfn, 16, limit, page, &floor), 0);
+    const uintptr_t top = 0x7ffff0001000;
+    assert_true(floor == top - limit + pi_stack_margin(limit) + 256 * 1024);
+    /* a name that ends within 8 bytes of a page's end: the top is the next page */
+    assert_int_equal(pi_stack_main_estimate(0x7fffefff0000, execfn, 24, limit, page, &floor), 0);
+    assert_true(floor == top + page - limit + pi_stack_margin(limit) + 256 * 1024);
+    assert_int_equal(pi_stack_main_estimate(top + 64, execfn, 16, limit, page, &floor), -1);
+    assert_int_equal(pi_stack_main_estimate(top - limit, execfn, 16, limit, page, &floor), -1);
+    assert_int_equal(pi_stack_main_estimate(0x7fffefff0000, 0, 16, limit, page, &floor), -1);
+    assert_int_equal(pi_stack_main_estimate(0x7fffefff0000, execfn, 16, (size_t)4 << 30, page,
+                                            &floor), -1); /* another layout */
+}
+
+/* On this process's real main stack the estimate is never below the floor
+ * of the exact bounds, and not far above it. */
+static void test_main_estimate_real(void **state)
+{
+    (void)state;
+    const char *execfn = (const char *)getauxval(AT_EXECFN);
+    struct rlimit rl;
+    assert_non_null(execfn);
+    assert_int_equal(getrlimit(RLIMIT_STACK, &rl), 0);
+    if (rl.rlim_cur == RLIM_INFINITY)
+        skip();
+    uintptr_t lo = 0, floor = 0;
+    size_t size = 0;
+    assert_int_equal(pi_stack_bounds(&lo, &size), 0);
+    assert_int_equal(pi_stack_main_estimate(pi_stack_pointer(), (uintptr_t)execfn,
+                                            strlen(execfn), rl.rlim_cur, 4096, &floor), 0);
+    uintptr_t exact = lo + pi_stack_margin(size);
+    assert_true(floor >= exact);
+    assert_true(floor - exact <= 256 * 1024 + 4096);
+}
+
+/* The main thread under a 1 MiB limit: the estimate first, then, below it,
+ * the exact floor, where the recursion stops instead of faulting. */
+static void test_main_thread_recursion_stops(void **state)
+{
+    (void)state;
+    struct rlimit old, small;
+    assert_int_equal(getrlimit(RLIMIT_STACK, &old), 0);
+    small = old;
+    small.rlim_cur = 1u << 20;
+    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < small.rlim_cur)
+        skip();
+    assert_int_equal(setrlimit(RLIMIT_STACK, &small), 0);
+    uintptr_t lo = 0;
+    size_t size = 0;
+    assert_int_equal(pi_stack_bounds(&lo, &size), 0);
+    pi_stack_floor = UINTPTR_MAX; /* as in a thread not seen yet */
+    unsigned depth = descend(0);
+    uintptr_t floor_after = pi_stack_floor;
+    assert_int_equal(setrlimit(RLIMIT_STACK, &old), 0);
+    pi_stack_floor = UINTPTR_MAX;
+    assert_true(floor_after == lo + pi_stack_margin(size)); /* the exact one, in the end */
+    uintptr_t top = lo + size;
+    size_t usable = (size_t)(top - floor_after);
+    assert_true(depth > 0);
+    assert_true((size_t)depth * 512 < usable);
+    assert_true((size_t)depth * 512 > usable / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +227,9 @@ int main(void)
         cmocka_unit_test(test_unguarded),
         cmocka_unit_test(test_main_thread_bounds),
         cmocka_unit_test(test_recursion_stops),
+        cmocka_unit_test(test_main_estimate_arithmetic),
+        cmocka_unit_test(test_main_estimate_real),
+        cmocka_unit_test(test_main_thread_recursion_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
