@@ -276,7 +276,7 @@ static int interpreter_running(struct pi_state *s, void *tstate, void *interp)
 {
     /* Every audit event of every interpreter comes here (hundreds at
      * start-up): the usual one is answered by a look. */
-    if (tstate != NULL && pi_interp_settled(s, pi_abi_interp_of(&s->abi, tstate)) &&
+    if (tstate != NULL && pi_interp_settled(s, tstate) &&
         atomic_load_explicit(&s->coexist_pending, memory_order_relaxed) == 0)
         return 0;
     if (activate(s) != 0)

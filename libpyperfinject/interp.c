@@ -269,12 +269,15 @@ void pi_interp_notice_replacement(struct pi_state *s, void *interp)
     pi_unlock(s);
 }
 
-/* A new interpreter at a freed one's address runs CPython's evaluator until
- * hooked, so the second test sends it the full way. */
-int pi_interp_settled(struct pi_state *s, void *interp)
+/* Nothing is remembered until an interpreter was hooked: before that the
+ * ABI may be unknown (a library that stood aside never learns it), so the
+ * thread state is not read. A new interpreter at a freed one's address runs
+ * CPython's evaluator until hooked, so the last test sends it the full way. */
+int pi_interp_settled(struct pi_state *s, void *tstate)
 {
-    return interp == atomic_load_explicit(&s->settled_interp, memory_order_relaxed) &&
-           read_eval_func(s, interp) == s->hook;
+    void *settled = atomic_load_explicit(&s->settled_interp, memory_order_relaxed);
+    return settled != NULL && pi_abi_interp_of(&s->abi, tstate) == settled &&
+           read_eval_func(s, settled) == s->hook;
 }
 
 void pi_interp_remember(struct pi_state *s, void *interp)

@@ -15,10 +15,11 @@ void pi_interp_install(struct pi_state *s, void *interp);
  * while it should run: said once, and not fought (debuggers, JITs). */
 void pi_interp_notice_replacement(struct pi_state *s, void *interp);
 
-/* The audit hook's common case, in a few loads: `interp` is the one last
- * remembered and still runs our hook, so there is nothing to install or
- * notice. remember: after the full look, keeps `interp` if it runs ours. */
-int pi_interp_settled(struct pi_state *s, void *interp);
+/* The audit hook's common case, in a few loads: the interpreter `tstate`
+ * belongs to is the one last remembered and still runs our hook, so there is
+ * nothing to install or notice. 0 while nothing is remembered. remember:
+ * after the full look, keeps `interp` if it runs ours. */
+int pi_interp_settled(struct pi_state *s, void *tstate);
 void pi_interp_remember(struct pi_state *s, void *interp);
 
 /* leave: the calling interpreter steps out (from its own hook, when

@@ -49,6 +49,7 @@ static int setup(void **state)
     atomic_store(&s->hot.attention, 0);
     atomic_store(&s->coexist_pending, 0);
     s->replacement_reported = 0;
+    atomic_store(&s->settled_interp, NULL);
     assert_int_equal(pi_abi_lookup(3, 12, 0, &s->abi), 0); /* setter install, NULL = default */
     s->py.InterpreterGetID = fake_get_id;
     s->py.GetEvalFrameFunc = fake_get_eval;
@@ -207,6 +208,48 @@ static void test_a_replacement_is_noticed_once(void **state)
     assert_ptr_equal(a.eval_frame, fake_other_pep523); /* not fought */
 }
 
+/* A thread state whose interpreter pointer sits where the ABI says. */
+struct fake_tstate {
+    void *words[64];
+};
+
+static struct fake_tstate tstate_of(void *interp)
+{
+    struct fake_tstate t;
+    memset(&t, 0, sizeof t);
+    memcpy((char *)&t + pi_state.abi.tstate_interp, &interp, sizeof interp);
+    return t;
+}
+
+static void test_settled_answers_only_for_the_remembered_hooked_interpreter(void **state)
+{
+    (void)state;
+    struct fake_interp a = {0, NULL}, b = {1, NULL};
+    struct fake_tstate ta = tstate_of(&a), tb = tstate_of(&b);
+    assert_false(pi_interp_settled(&pi_state, &ta)); /* nothing remembered yet */
+    pi_interp_install(&pi_state, &a);
+    pi_interp_remember(&pi_state, &a);
+    assert_true(pi_interp_settled(&pi_state, &ta));
+    assert_false(pi_interp_settled(&pi_state, &tb)); /* another interpreter: the full way */
+    a.eval_frame = NULL; /* a new interpreter at a freed one's address */
+    assert_false(pi_interp_settled(&pi_state, &ta));
+    pi_interp_forget_all(&pi_state);
+    a.eval_frame = (void *)fake_our_hook;
+    assert_false(pi_interp_settled(&pi_state, &ta)); /* finalised: forgotten */
+}
+
+static void test_settled_reads_nothing_before_the_abi_is_known(void **state)
+{
+    (void)state;
+    /* A library that stood aside (a bad setting) never learned the ABI, and
+     * the audit hook still sees every event: the zeroed row's interpreter
+     * offset finds NULL at the head of the thread state. */
+    memset(&pi_state.abi, 0, sizeof pi_state.abi);
+    struct fake_tstate t;
+    memset(&t, 0, sizeof t);
+    assert_false(pi_interp_settled(&pi_state, &t));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +261,9 @@ int main(void)
         cmocka_unit_test_setup(test_yield_to_cpython_and_back, setup),
         cmocka_unit_test_setup(test_interpreters_that_differ_route_by_record, setup),
         cmocka_unit_test_setup(test_a_replacement_is_noticed_once, setup),
+        cmocka_unit_test_setup(test_settled_answers_only_for_the_remembered_hooked_interpreter,
+                               setup),
+        cmocka_unit_test_setup(test_settled_reads_nothing_before_the_abi_is_known, setup),
     };
     return cmocka_run_group_tests_name("interp", tests, NULL, NULL);
 }
