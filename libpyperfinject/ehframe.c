@@ -415,3 +415,118 @@ void pi_ehframe_abs_fde_move(uint8_t *fde, uint64_t code_addr, uint32_t fde_offs
     memcpy(fde + ABS_FDE_CIE_POINTER, &back, sizeof back);
     memcpy(fde + ABS_FDE_PC_BEGIN, &code_addr, sizeof code_addr);
 }
+
+/* --- Borrowed rules (pi_ehframe_build_rules) --- */
+
+enum { RULES_MAX_INSNS = 256 };
+
+static void emit_rules_unwind(struct cfi_writer *w, const struct pi_cfi_rules *r,
+                              uint32_t code_size, uint32_t *eh_size)
+{
+    static const char augmentation[] = "zR";
+    uint32_t code_off = round_up(code_size, 8);
+
+    size_t cie = w->len;
+    put_u32(w, 0); /* length, patched */
+    put_u32(w, 0); /* CIE id */
+    put_u8(w, CIE_VERSION);
+    put_bytes(w, augmentation, sizeof augmentation);
+    put_uleb(w, r->code_align);
+    put_sleb(w, r->data_align);
+    put_u8(w, r->ra_column);
+    put_uleb(w, 1);
+    put_u8(w, PI_DW_EH_PE_pcrel | PI_DW_EH_PE_sdata4);
+    put_bytes(w, r->cie_insns, r->cie_len);
+    end_entry(w, cie);
+
+    size_t fde = w->len;
+    put_u32(w, 0);
+    put_u32(w, (uint32_t)w->len);                          /* back to the CIE at 0 */
+    put_s32(w, -(int32_t)(code_off + (uint32_t)w->len));  /* pcrel code start */
+    put_s32(w, (int32_t)code_size);
+    put_uleb(w, 0);
+    put_bytes(w, r->fde_insns, r->fde_len);
+    end_entry(w, fde);
+    put_u32(w, 0);
+    *eh_size = (uint32_t)w->len;
+    emit_hdr(w, code_off, *eh_size, (uint32_t)fde);
+}
+
+size_t pi_ehframe_build_rules(const struct pi_cfi_rules *r, uint32_t code_size, uint8_t *out,
+                              size_t cap, struct pi_unwind_sizes *sizes)
+{
+    struct pi_unwind_sizes sz = { 0, 0, 0, 0 };
+    if (sizes)
+        *sizes = sz;
+    if (r == NULL || code_size == 0 || code_size > PI_EHFRAME_MAX_CODE || r->code_align == 0 ||
+        r->cie_len > RULES_MAX_INSNS || r->fde_len > RULES_MAX_INSNS ||
+        (r->cie_len && !r->cie_insns) || (r->fde_len && !r->fde_insns) ||
+        !pi_cfi_insns_portable(r->cie_insns, r->cie_len) ||
+        !pi_cfi_insns_portable(r->fde_insns, r->fde_len))
+        return 0;
+    struct cfi_writer measure = { NULL, 0, 0 };
+    uint32_t eh_size = 0;
+    emit_rules_unwind(&measure, r, code_size, &eh_size);
+    sz.eh_frame_size = eh_size;
+    sz.hdr_size = EH_HDR_SIZE;
+    sz.total = (uint32_t)measure.len;
+    sz.mapped_size = round_up(sz.total, 16);
+    if (sizes)
+        *sizes = sz;
+    if (!out || cap < sz.total)
+        return 0;
+    struct cfi_writer w = { out, cap, 0 };
+    emit_rules_unwind(&w, r, code_size, &eh_size);
+    return w.len;
+}
+
+/* Skips one LEB128 number; 0 when it runs past the end. */
+static size_t skip_leb(const uint8_t *p, size_t len, size_t at)
+{
+    while (at < len)
+        if ((p[at++] & 0x80) == 0)
+            return at;
+    return 0;
+}
+
+int pi_cfi_insns_portable(const uint8_t *p, size_t len)
+{
+    size_t at = 0;
+    while (at < len) {
+        uint8_t op = p[at++];
+        uint8_t primary = op & PI_DW_CFA_primary_mask;
+        int lebs = 0;        /* LEB128 operands that follow */
+        size_t fixed = 0;    /* then fixed-size bytes */
+        if (primary == PI_DW_CFA_advance_loc || primary == PI_DW_CFA_restore)
+            continue;
+        if (primary == PI_DW_CFA_offset) {
+            lebs = 1;
+        } else {
+            switch (op) {
+            case PI_DW_CFA_nop: case PI_DW_CFA_remember_state: case PI_DW_CFA_restore_state:
+                break;
+            case PI_DW_CFA_advance_loc1: fixed = 1; break;
+            case PI_DW_CFA_advance_loc2: fixed = 2; break;
+            case PI_DW_CFA_advance_loc4: fixed = 4; break;
+            case PI_DW_CFA_restore_extended: case PI_DW_CFA_undefined:
+            case PI_DW_CFA_same_value: case PI_DW_CFA_def_cfa_register:
+            case PI_DW_CFA_def_cfa_offset: case PI_DW_CFA_def_cfa_offset_sf:
+                lebs = 1;
+                break;
+            case PI_DW_CFA_offset_extended: case PI_DW_CFA_register: case PI_DW_CFA_def_cfa:
+            case PI_DW_CFA_offset_extended_sf: case PI_DW_CFA_def_cfa_sf:
+                lebs = 2;
+                break;
+            default: /* set_loc (an address), expressions, vendor operations */
+                return 0;
+            }
+        }
+        for (int i = 0; i < lebs; i++)
+            if ((at = skip_leb(p, len, at)) == 0)
+                return 0;
+        if (fixed > len - at)
+            return 0;
+        at += fixed;
+    }
+    return 1;
+}

@@ -119,6 +119,32 @@ size_t pi_ehframe_abs_fde(const struct pi_tramp_shape *shape, uint64_t code_addr
  * shape, so a file makes its FDE once and copies it. Pure. */
 void pi_ehframe_abs_fde_move(uint8_t *fde, uint64_t code_addr, uint32_t fde_offset);
 
+/* Someone else's CFI for a code region, as its own .eh_frame states it:
+ * the CIE's factors and return address column, its initial instructions,
+ * and the FDE's instructions. The instructions must be position independent
+ * (no DW_CFA_set_loc, no expressions): pi_cfi_insns_portable checks. */
+struct pi_cfi_rules {
+    uint32_t code_align;
+    int32_t data_align;
+    uint8_t ra_column;
+    const uint8_t *cie_insns;
+    size_t cie_len;
+    const uint8_t *fde_insns;
+    size_t fde_len;
+};
+
+/* Builds .eh_frame + .eh_frame_hdr in the slot layout above (code starts
+ * round8(code_size) bytes before the .eh_frame) from borrowed rules: what
+ * CPython's JIT says about an executor becomes the payload of the jitdump's
+ * JIT_CODE_UNWINDING_INFO. Returns bytes written, or 0 on invalid rules or a
+ * short buffer; `sizes` as pi_ehframe_build. Pure. */
+size_t pi_ehframe_build_rules(const struct pi_cfi_rules *rules, uint32_t code_size, uint8_t *out,
+                              size_t cap, struct pi_unwind_sizes *sizes);
+
+/* 1 when `len` bytes of call frame instructions decode completely, with
+ * operations that mean the same wherever the code is; 0 otherwise. Pure. */
+int pi_cfi_insns_portable(const uint8_t *insns, size_t len);
+
 /* ELF e_machine for the jitdump header: 62 (EM_X86_64), 183 (EM_AARCH64);
  * 0 for an unknown value. */
 uint32_t pi_arch_elf_mach(enum pi_arch arch);

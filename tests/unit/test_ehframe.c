@@ -542,6 +542,82 @@ static void test_libgcc_unwinds_through_trampoline(void **state)
 #endif
 }
 
+/* ---- Borrowed rules: CPython's CFI for JIT code, rebuilt in the slot
+ * layout for the jitdump (pi_ehframe_build_rules). ---- */
+
+/* What CPython 3.15 writes for an x86-64 executor: DW_CFA_def_cfa rsp+8,
+ * DW_CFA_offset rip at cfa-8 (CIE); advance 1, def_cfa_offset 16, offset
+ * rbp at cfa-16, advance 4, def_cfa_offset 8 (FDE). */
+static const uint8_t jit_cie_insns[] = {0x0c, 0x07, 0x08, 0x90, 0x01};
+static const uint8_t jit_fde_insns[] = {0x41, 0x0e, 0x10, 0x86, 0x02, 0x44, 0x0e, 0x08};
+
+static void test_rules_rebuilt_in_slot_layout(void **state)
+{
+    (void)state;
+    struct pi_cfi_rules r = {1, -8, 16, jit_cie_insns, sizeof jit_cie_insns,
+                             jit_fde_insns, sizeof jit_fde_insns};
+    uint8_t out[256];
+    struct pi_unwind_sizes sz;
+    uint32_t code_size = 0x77e;
+    size_t n = pi_ehframe_build_rules(&r, code_size, out, sizeof out, &sz);
+    assert_int_equal(n, sz.total);
+    assert_int_equal(sz.hdr_size, PI_JDC_EH_HDR_SIZE);
+    assert_int_equal(sz.mapped_size % 16, 0);
+    struct pi_jdc_eh eh;
+    char err[160];
+    assert_int_equal(pi_jdc_parse_eh_frame(out, sz.eh_frame_size, &eh, err, sizeof err),
+                     PI_JDC_ISSUE_COUNT);
+    assert_string_equal(eh.augmentation, "zR");
+    assert_int_equal(eh.code_align, 1);
+    assert_int_equal(eh.data_align, -8);
+    assert_int_equal(eh.ra_column, 16);
+    assert_int_equal(eh.fde_encoding, 0x1b);
+    /* the instructions are CPython's, then padding (DW_CFA_nop) */
+    assert_memory_equal(eh.cie_insns, jit_cie_insns, sizeof jit_cie_insns);
+    for (size_t i = sizeof jit_cie_insns; i < eh.cie_insns_len; i++)
+        assert_int_equal(eh.cie_insns[i], 0);
+    assert_memory_equal(eh.fde_insns, jit_fde_insns, sizeof jit_fde_insns);
+    assert_int_equal(eh.pc_range, code_size);
+    int64_t code_off = (code_size + 7) / 8 * 8; /* the code lies right before the .eh_frame */
+    assert_int_equal(eh.pc_begin, -(code_off + eh.cie_size + 8));
+    struct pi_jdc_eh_hdr hdr;
+    assert_true(pi_jdc_parse_eh_hdr(out + sz.eh_frame_size, sz.hdr_size, &hdr));
+    assert_int_equal(hdr.fde_count, 1);
+    assert_int_equal(hdr.table_from, -(code_off + (int64_t)sz.eh_frame_size));
+    /* too small a buffer: sizes told, nothing written */
+    assert_int_equal(pi_ehframe_build_rules(&r, code_size, out, 16, &sz), 0);
+    assert_int_equal(sz.total, n);
+}
+
+static void test_rules_refused_when_not_portable(void **state)
+{
+    (void)state;
+    /* DW_CFA_set_loc (an absolute address) and DW_CFA_expression mean
+     * something else once the code is described elsewhere. */
+    static const uint8_t set_loc[] = {0x01, 1, 2, 3, 4, 5, 6, 7, 8};
+    static const uint8_t expression[] = {0x10, 0x06, 0x02, 0x76, 0x00};
+    static const uint8_t cut_leb[] = {0x0c, 0x87};           /* def_cfa, register never ends */
+    static const uint8_t cut_fixed[] = {0x03, 0x01};         /* advance_loc2 needs two bytes */
+    static const uint8_t good[] = {0x0c, 0x07, 0x08, 0x90, 0x01, 0x0a, 0x0b, 0x02, 0x10, 0x00,
+                                   0x41, 0xc6, 0x12, 0x05, 0x01};
+    assert_true(pi_cfi_insns_portable(good, sizeof good));
+    assert_true(pi_cfi_insns_portable(good, 0));
+    assert_false(pi_cfi_insns_portable(set_loc, sizeof set_loc));
+    assert_false(pi_cfi_insns_portable(expression, sizeof expression));
+    assert_false(pi_cfi_insns_portable(cut_leb, sizeof cut_leb));
+    assert_false(pi_cfi_insns_portable(cut_fixed, sizeof cut_fixed));
+    uint8_t out[256];
+    struct pi_cfi_rules r = {1, -8, 16, expression, sizeof expression, jit_fde_insns,
+                             sizeof jit_fde_insns};
+    assert_int_equal(pi_ehframe_build_rules(&r, 64, out, sizeof out, NULL), 0);
+    r.cie_insns = jit_cie_insns, r.cie_len = sizeof jit_cie_insns;
+    r.code_align = 0; /* no such factor */
+    assert_int_equal(pi_ehframe_build_rules(&r, 64, out, sizeof out, NULL), 0);
+    r.code_align = 1;
+    assert_int_equal(pi_ehframe_build_rules(&r, 0, out, sizeof out, NULL), 0);
+    assert_true(pi_ehframe_build_rules(&r, 64, out, sizeof out, NULL) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +639,8 @@ int main(void)
         cmocka_unit_test(test_long_advances),
         cmocka_unit_test(test_elf_mach),
         cmocka_unit_test(test_libgcc_unwinds_through_trampoline),
+        cmocka_unit_test(test_rules_rebuilt_in_slot_layout),
+        cmocka_unit_test(test_rules_refused_when_not_portable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
