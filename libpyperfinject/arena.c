@@ -10,10 +10,33 @@ uint64_t pi_arena_tag(const struct pi_arena_pool *pool, uint64_t n)
     return pool->salt ^ (n * 0x9e3779b97f4a7c15ull);
 }
 
+enum { MAX_PASSED_OVER = 8 };
+
+/* A fresh read-write mapping where no named code was. Mappings passed over
+ * are held until the search ends (so the kernel offers others), then given
+ * back: they never held a trampoline. After MAX_PASSED_OVER the next one is
+ * taken whatever it overlaps. */
+static void *map_fresh(const struct pi_arena_pool *pool, size_t bytes)
+{
+    void *passed[MAX_PASSED_OVER];
+    int n = 0;
+    void *mem;
+    for (;;) {
+        mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED || pool->taken == NULL || n == MAX_PASSED_OVER ||
+            !pool->taken((uintptr_t)mem, bytes, pool->taken_ctx))
+            break;
+        passed[n++] = mem;
+    }
+    while (n > 0)
+        munmap(passed[--n], bytes);
+    return mem;
+}
+
 static uint8_t *map_arena(struct pi_arena_pool *pool, const struct pi_slot_image *image)
 {
     size_t bytes = PI_ARENA_HEADER_BYTES + PI_ARENA_BYTES;
-    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *mem = map_fresh(pool, bytes);
     if (mem == MAP_FAILED)
         return NULL;
     uint8_t *header = mem;

@@ -35,9 +35,17 @@ struct pi_slot_image {
 
 typedef void (*pi_arena_header_fn)(uint8_t *header, const uint8_t *slots, void *ctx);
 
+/* 1 when [start, start + len) held code that the outputs name already
+ * (CPython's JIT code, whose memory CPython unmaps and the kernel hands out
+ * again): trampolines there would share addresses with it in perf's map,
+ * which has no time to tell them apart. */
+typedef int (*pi_arena_taken_fn)(uintptr_t start, size_t len, void *ctx);
+
 struct pi_arena_pool {
     pi_arena_header_fn fill_header; /* optional */
     void *header_ctx;
+    pi_arena_taken_fn taken; /* optional: such mappings are passed over */
+    void *taken_ctx;
     uint8_t *base;      /* current arena's slots, NULL before the first */
     uint32_t next_slot; /* next free slot in the current arena */
     uint64_t slots_made; /* slots handed out, all arenas: tags and code_index */

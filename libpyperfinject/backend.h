@@ -12,8 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Everything known about one new trampoline. */
+/* What a region of code is. */
+enum pi_region_kind {
+    PI_REGION_TRAMPOLINE, /* a copy of ours, in an arena */
+    PI_REGION_CPYTHON_JIT, /* machine code of CPython's JIT (cpython_jit.c):
+                              debuggers have it from CPython already */
+};
+
+/* Everything known about one new trampoline, or one JIT code region. */
 struct pi_tramp_info {
+    enum pi_region_kind kind;
     uintptr_t addr;
     uintptr_t arena;         /* the slots of the arena it is in */
     uint32_t code_size;
@@ -24,6 +32,16 @@ struct pi_tramp_info {
     uint32_t firstlineno;
     const uint8_t *unwind;   /* eh_frame + eh_frame_hdr, as laid out after the code */
     uint32_t unwind_size, unwind_hdr_size, unwind_mapped_size;
+    /* The perf map cannot tell code that came and went at one address from
+     * code that is there at once: for JIT regions it gets a name true for
+     * everything that was there (map_symbol, when not NULL), or no line
+     * when it has one already (map_skip). */
+    const char *map_symbol;
+    size_t map_symbol_len;
+    uintptr_t map_addr; /* with map_symbol: the line's range */
+    uint32_t map_size;
+    int map_skip;
+    uint64_t timestamp_ns; /* when it appeared (CLOCK_MONOTONIC), 0: now */
 };
 
 struct pi_backend_ops {

@@ -102,11 +102,53 @@ static void test_slots_are_sealed_unique_and_callable(void **state)
     assert_ptr_equal(seen[2], (void *)3);
 }
 
+/* Stands for CPython's freed JIT code: the first `refuse` mappings offered
+ * are said to overlap it, and each is remembered. */
+struct taken_log {
+    int refuse, asked;
+    uintptr_t offered[16];
+};
+
+static int fake_taken(uintptr_t start, size_t len, void *ctx)
+{
+    struct taken_log *log = ctx;
+    assert_int_equal(len, PI_ARENA_HEADER_BYTES + PI_ARENA_BYTES);
+    log->offered[log->asked] = start;
+    return log->asked++ < log->refuse;
+}
+
+static void test_arenas_pass_over_addresses_of_named_code(void **state)
+{
+    (void)state;
+    struct pi_slot_image image;
+    struct pi_unwind_sizes unwind;
+    assert_int_equal(pi_slot_image_build(&image, &unwind), 0);
+    struct taken_log log = {2, 0, {0}};
+    struct pi_arena_pool pool = {.salt = 1, .taken = fake_taken, .taken_ctx = &log};
+    uint8_t *slot = pi_arena_alloc(&pool, &image);
+    assert_non_null(slot);
+    assert_int_equal(log.asked, 3);
+    uintptr_t header = (uintptr_t)slot - PI_ARENA_HEADER_BYTES;
+    assert_int_equal(header, log.offered[2]); /* the third, which overlaps nothing */
+    char perms[5];
+    for (int i = 0; i < 2; i++) { /* the ones passed over were given back */
+        assert_true(log.offered[i] != header);
+        perms_of((void *)log.offered[i], perms);
+        assert_true(strcmp(perms, "----") == 0 || log.offered[i] == header);
+    }
+    /* Something that overlaps everything: taken after the last try. */
+    struct taken_log always = {1000, 0, {0}};
+    struct pi_arena_pool stubborn = {.salt = 2, .taken = fake_taken, .taken_ctx = &always};
+    assert_non_null(pi_arena_alloc(&stubborn, &image));
+    assert_int_equal(always.asked, 8); /* and the ninth is not asked about */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_image),
         cmocka_unit_test(test_slots_are_sealed_unique_and_callable),
+        cmocka_unit_test(test_arenas_pass_over_addresses_of_named_code),
     };
     return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
 }
