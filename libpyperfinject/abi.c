@@ -17,7 +17,7 @@
 static const struct pi_abi table[] = {
 #define ROW(mi, hook, inst, extra, wait, def, own, perf, ft, evoff, fcoff, tag, fn, nm, qn, fl, cx) \
     {3, mi, hook, inst, extra, wait, def, own, perf, ft, 16, evoff, fcoff, tag, 8, fn, nm, qn, fl, \
-     cx, 0}
+     cx, 0, {NO, NO, NO, NO, NO, NO, NO}}
 #define TSTATE PI_HOOK_TSTATE_FRAME_THROW
 #define AUDIT PI_WAIT_AUDIT_HOOK
     ROW(6, PI_HOOK_FRAME_THROW, PI_INSTALL_FIELD, PI_EXTRA_SIDE_TABLE, PI_WAIT_WATCHER,
@@ -57,6 +57,29 @@ static const struct pi_abi table[] = {
 
 enum { NROWS = sizeof table / sizeof *table };
 
+/* CPython's JIT, per version: ptype /o of the -dbg builds of Debian's 3.14
+ * and 3.15 (whose co_extra offsets match the release builds'), and checked
+ * at run time (cpython_jit.c: an executor counts only when its jit_code is
+ * code CPython registered, and frames only when they run a code object). 3.14 registers
+ * no code with anyone, so its row only documents the layout. */
+static const struct {
+    uint8_t minor;
+    struct pi_abi_jit jit;
+} jit_table[] = {
+    {14, {152, 112, 72, 8, 88, 96, 128}},
+    {15, {152, 88, 72, 8, 64, 72, 104}},
+};
+
+static const struct pi_abi_jit no_jit = {NO, NO, NO, NO, NO, NO, NO};
+
+static struct pi_abi_jit jit_facts(unsigned minor, int free_threaded)
+{
+    for (size_t i = 0; i < sizeof jit_table / sizeof *jit_table && !free_threaded; i++)
+        if (jit_table[i].minor == minor)
+            return jit_table[i].jit;
+    return no_jit;
+}
+
 /* The free-threaded object header is 32 bytes instead of 16. */
 enum { FT_HEADER_GROWTH = 16, FT_OB_TYPE_OFFSET = 24 };
 
@@ -72,6 +95,7 @@ int pi_abi_lookup(unsigned major, unsigned minor, int free_threaded, struct pi_a
         if (table[i].major != major || table[i].minor != minor)
             continue;
         *out = table[i];
+        out->jit = jit_facts(minor, free_threaded);
         if (free_threaded) {
             if (!table[i].ft_builds)
                 return -1;

@@ -64,6 +64,20 @@ enum pi_refusal {
                          evaluator entry. */
 };
 
+/* What following CPython's JIT needs (cpython_jit.c): a code object's
+ * executors, where an executor keeps its machine code, and how a thread's
+ * frames are reached. All -1 where there is no JIT, or none the library
+ * follows (free-threaded builds). */
+struct pi_abi_jit {
+    int16_t co_executors;   /* PyCodeObject.co_executors (_PyExecutorArray *) */
+    int16_t exec_jit_code;  /* _PyExecutorObject.jit_code */
+    int16_t tstate_frame;   /* PyThreadState.current_frame */
+    int16_t frame_previous; /* _PyInterpreterFrame.previous */
+    int16_t exec_code;      /* _PyExecutorObject.vm_data.code: where its trace starts */
+    int16_t exec_exit_count; /* _PyExecutorObject.exit_count */
+    int16_t exec_exits;     /* _PyExecutorObject.exits: {.., executor at +8}, 16 bytes each */
+};
+
 struct pi_abi {
     uint8_t major, minor;
     enum pi_hook_kind hook;
@@ -82,6 +96,7 @@ struct pi_abi {
     int16_t co_filename, co_name, co_qualname, co_firstlineno; /* -1: absent */
     int16_t co_extra;           /* _PyCodeObjectExtra *; -1: use the API only */
     uint8_t free_threaded;
+    struct pi_abi_jit jit;
 };
 
 /* Copies the row for major.minor into *out, adjusted for free-threaded

@@ -41,7 +41,11 @@ struct pi_tramp_info {
     uintptr_t map_addr; /* with map_symbol: the line's range */
     uint32_t map_size;
     int map_skip;
-    uint64_t timestamp_ns; /* when it appeared (CLOCK_MONOTONIC), 0: now */
+    /* JIT code: when it appeared (CLOCK_MONOTONIC; the jitdump keeps its
+     * records in time order, so a later one may say a little later), and
+     * whether CPython gave its memory back (the dump then records zeros). */
+    uint64_t appeared_ns;
+    int code_gone;
 };
 
 struct pi_backend_ops {
@@ -120,6 +124,7 @@ struct pi_jitdump {
     int fd;            /* -1 in a forked child until it has its own file */
     struct pi_file_id id; /* what fd must still be */
     uint64_t size;     /* bytes written */
+    uint64_t last_ns;  /* the newest record's time: a JIT record is never older */
     uint32_t pid;      /* written into CODE_LOAD records */
     uint32_t elf_mach; /* EM_X86_64 / EM_AARCH64 */
     int closed;        /* JIT_CODE_CLOSE written */

@@ -26,6 +26,7 @@ static const struct option options[] = {
     {"PYPERFINJECT_MAP", KIND_BOOL, FIELD(map), "1", 0, 1},
     {"PYPERFINJECT_JITDUMP", KIND_BOOL, FIELD(jitdump), "1", 0, 1},
     {"PYPERFINJECT_GDB", KIND_BOOL, FIELD(gdb), "1", 0, 1},
+    {"PYPERFINJECT_JIT", KIND_BOOL, FIELD(jit), "1", 0, 1},
     {"PYPERFINJECT_GDB_BATCH", KIND_INT, FIELD(gdb_batch), "256", 1, 1024},
     {"PYPERFINJECT_VERBOSE", KIND_INT, FIELD(verbose), "1", 0, 3},
     {"PYPERFINJECT_FORK_COPY", KIND_BOOL, FIELD(copy_on_fork), "1", 0, 1},

@@ -15,6 +15,7 @@ struct pi_config {
     int map;           /* PYPERFINJECT_MAP: write perf-PID.map */
     int jitdump;       /* PYPERFINJECT_JITDUMP: write jit-PID.dump */
     int gdb;           /* PYPERFINJECT_GDB: name trampolines to debuggers (gdbjit.c) */
+    int jit;           /* PYPERFINJECT_JIT: name CPython's JIT code (cpython_jit.c) */
     int gdb_batch;     /* PYPERFINJECT_GDB_BATCH: new functions per announcement to one */
     int verbose;       /* PYPERFINJECT_VERBOSE: 0 quiet .. 3 debug */
     int copy_on_fork;  /* PYPERFINJECT_FORK_COPY: children inherit parent's entries */

@@ -8,6 +8,8 @@
  * per code object): it is announced by every backend before it first runs. */
 #include "eval.h"
 
+#include "codenames.h"
+#include "cpython_jit.h"
 #include "interp.h"
 #include "fork.h"
 #include "lock.h"
@@ -29,87 +31,6 @@ typedef void *(*eval3_fn)(void *tstate, void *frame, int throwflag);
 
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LIKELY(x) __builtin_expect(!!(x), 1)
-
-static pi_pyobj *field(const void *obj, int16_t offset)
-{
-    return offset < 0 ? NULL : *(pi_pyobj **)((char *)obj + offset);
-}
-
-/* UTF-8 text of a str object. File names may hold surrogate escapes that
- * strict UTF-8 refuses: recover the original bytes (the sanitiser escapes
- * them), and never leave an exception behind. *owned must be released. */
-static const char *text_of(const struct pi_py *py, pi_pyobj *s, size_t *len, pi_pyobj **owned)
-{
-    *owned = NULL;
-    if (s == NULL)
-        return NULL;
-    pi_ssize_t n = 0;
-    const char *t = py->UnicodeAsUTF8AndSize(s, &n);
-    if (t != NULL) {
-        *len = (size_t)n;
-        return t;
-    }
-    py->ErrClear();
-    pi_pyobj *b = py->UnicodeAsEncodedString(s, "utf-8", "surrogateescape");
-    if (b == NULL) {
-        py->ErrClear();
-        b = py->UnicodeAsEncodedString(s, "utf-8", "backslashreplace");
-    }
-    if (b == NULL || (t = py->BytesAsString(b)) == NULL) {
-        py->ErrClear();
-        if (b)
-            py->DecRef(b);
-        return NULL;
-    }
-    *owned = b;
-    *len = strlen(t);
-    return t;
-}
-
-struct names {
-    char symbol[PI_SYMBOL_MAX + 1];
-    char filename[PI_SYMBOL_MAX + 1];
-    size_t symbol_len;
-    int32_t firstlineno;
-};
-
-/* Reads the code object's names. Runs no Python code and leaves the error
- * indicator exactly as it found it (throwflag calls carry a live exception). */
-static void read_names(struct pi_state *s, const void *code, struct names *out)
-{
-    const struct pi_py *py = &s->py;
-    const struct pi_abi *abi = &s->abi;
-    pi_pyobj *et = NULL, *ev = NULL, *etb = NULL;
-    int saved = py->ErrOccurred() != NULL;
-    if (saved)
-        py->ErrFetch(&et, &ev, &etb);
-
-    pi_pyobj *owned_q, *owned_f;
-    size_t qlen = 0, flen = 0;
-    const char *q = text_of(py, field(code, abi->co_qualname >= 0 ? abi->co_qualname : abi->co_name),
-                            &qlen, &owned_q);
-    const char *f = text_of(py, field(code, abi->co_filename), &flen, &owned_f);
-    if (f != NULL && flen == 0)
-        f = "?", flen = 1; /* perf needs a file name in DEBUG_INFO */
-    /* Before 3.9 the main script's file name is as typed ("app.py"):
-     * anchor relative names at the directory the process started in. */
-    char path[PI_SYMBOL_MAX + 1];
-    if (f != NULL && f[0] != '/' && f[0] != '<' && s->start_cwd[0] != '\0') {
-        int n = snprintf(path, sizeof path, "%s/%.*s", s->start_cwd, (int)flen, f);
-        if (n > 0 && (size_t)n < sizeof path)
-            f = path, flen = (size_t)n;
-    }
-    out->symbol_len = pi_format_symbol(out->symbol, sizeof out->symbol, q, qlen, f, flen);
-    pi_sanitize_append(out->filename, 0, sizeof out->filename, f ? f : "?", f ? flen : 1);
-    out->firstlineno = *(const int32_t *)((const char *)code + abi->co_firstlineno);
-    if (owned_q)
-        py->DecRef(owned_q);
-    if (owned_f)
-        py->DecRef(owned_f);
-
-    if (saved)
-        py->ErrRestore(et, ev, etb);
-}
 
 /* CPython's _PyCodeObjectExtra: a size, then one slot per extra user. */
 struct code_extra {
@@ -197,8 +118,8 @@ static int remember(struct pi_state *s, pi_pyobj *code, long index, void *tramp)
 static __attribute__((noinline)) void *make_trampoline(struct pi_state *s, pi_pyobj *code,
                                                        long index)
 {
-    struct names names;
-    read_names(s, code, &names);
+    struct pi_code_names names;
+    pi_code_names_read(s, code, &names);
 
     pi_lock(s);
     void *tramp = lookup(s, code, index); /* another thread may have won */
@@ -297,6 +218,8 @@ static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstat
     long index = hot_extra_index(&s->hot);
     void *next = hot_next_eval(&s->hot);
     *next_out = next;
+    if (pi_jit_changed(&s->jit) || s->jit.pending)
+        pi_jit_look(s, tstate, frame);
     if ((atomic_load_explicit(&s->hot.attention, memory_order_acquire) & ~PI_ATTN_LOOKUP) != 0 &&
         attend(s, tstate, &index, &next) != 0) {
         *next_out = next;
@@ -395,6 +318,24 @@ static SAME_FRAME_SHAPE void *hook_tstate_frame_throw(void *tstate, void *frame,
     return slow_tstate_frame_throw(tstate, frame, throwflag);
 }
 
+static inline int jit_wants_look(struct pi_state *s, void *frame)
+{
+    struct pi_jit_watch *w = &s->jit;
+    return pi_jit_changed(w) ||
+           (UNLIKELY(w->pending) && pi_jit_waiting_look(w, code_of(&s->hot, frame)));
+}
+
+/* 3.15+ with CPython's JIT list to follow: the same, and a look at the
+ * list whenever it changed (cpython_jit.h). */
+static SAME_FRAME_SHAPE void *hook_tstate_frame_throw_jit(void *tstate, void *frame, int throwflag)
+{
+    struct pi_state *s = &pi_state;
+    void *tramp = UNLIKELY(jit_wants_look(s, frame)) ? NULL : fast_lookup(s, frame);
+    if (LIKELY(tramp != NULL))
+        return ((tramp_fn)tramp)(tstate, frame, (void *)(intptr_t)throwflag, hot_next_eval(&s->hot));
+    return slow_tstate_frame_throw(tstate, frame, throwflag);
+}
+
 /* 3.6-3.8: PyObject *(PyFrameObject *, int) */
 static SAME_FRAME_SHAPE void *hook_frame_throw(void *frame, int throwflag)
 {
@@ -462,5 +403,6 @@ void *pi_eval_hook_for(const struct pi_state *s)
     if (kind == PI_HOOK_FRAME_THROW)
         return s->abi.extra == PI_EXTRA_SIDE_TABLE ? (void *)hook_frame_throw_side_table
                                                    : (void *)hook_frame_throw;
-    return (void *)hook_tstate_frame_throw;
+    return s->jit.desc != NULL ? (void *)hook_tstate_frame_throw_jit
+                               : (void *)hook_tstate_frame_throw;
 }

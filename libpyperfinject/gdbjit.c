@@ -242,6 +242,8 @@ static int gdbjit_open(void *self, const char *dir, long pid, char *err, size_t 
 static int gdbjit_write(void *self, const struct pi_tramp_info *t)
 {
     struct pi_gdbjit *g = self;
+    if (t->kind == PI_REGION_CPYTHON_JIT)
+        return 0; /* CPython's own descriptor has it, for every debugger */
     look_for_debugger(g);
     int fresh = 0;
     if (g->current == NULL || g->current->arena != t->arena) {

@@ -27,6 +27,7 @@
 
 #include "binaries.h"
 #include "coexist.h"
+#include "cpython_jit.h"
 #include "control.h"
 #include "eval.h"
 #include "fork.h"
@@ -96,6 +97,7 @@ __attribute__((destructor)) static void pi_destructor(void)
         nanosleep(&pause, NULL);
     }
     pi_fork_at_exit(s);
+    pi_jit_at_exit(s);
     pi_backends_close(&s->backends);
     pthread_mutex_unlock(&s->lock);
 }
@@ -185,6 +187,8 @@ static int prepare(struct pi_state *s, void *handle, unsigned major, unsigned mi
     if (pi_slot_image_build(&s->image, &s->unwind) != 0)
         return snprintf(err, errlen, "internal: trampoline template does not fit a slot"), -1;
     hot_from_abi(s);
+    if (s->cfg.jit && pi_jit_setup(&s->jit, handle, &s->abi))
+        pi_log(PI_LOG_DEBUG, "following CPython's JIT code (__jit_debug_descriptor)");
     s->hook = pi_eval_hook_for(s);
     return 0;
 }
@@ -242,6 +246,8 @@ static int activate(struct pi_state *s)
             s->start_cwd[0] = '\0';
         s->pool.fill_header = pi_unwind_fill_header;
         s->pool.header_ctx = &s->image;
+        s->pool.taken = pi_jit_address_taken;
+        s->pool.taken_ctx = &s->jit;
         s->pool.salt = ((uint64_t)s->pid << 32) ^ (uint64_t)now.tv_nsec ^
                        (uint64_t)now.tv_sec << 20;
         if (deferred_error[0] != '\0') {

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -141,32 +142,55 @@ static int jitdump_write(void *self, const struct pi_tramp_info *t)
     if (j->closed)
         return 0;
     /* A name and a file name of at most PI_SYMBOL_MAX each, the code and the
-     * unwind info of one slot: a bounded stack buffer. */
-    uint8_t buf[3 * (PI_SYMBOL_MAX + 1) + 4 * 64 + 2 * 256];
-    uint64_t ts = now_ns();
+     * unwind info of one slot: a bounded stack buffer. JIT regions are
+     * larger: theirs comes from the heap (never in a signal handler). */
+    uint8_t small[3 * (PI_SYMBOL_MAX + 1) + 4 * 64 + 2 * 256];
+    uint64_t ts = t->appeared_ns == 0 ? now_ns()
+                  : t->appeared_ns > j->last_ns ? t->appeared_ns
+                                                : j->last_ns;
     int32_t line = t->firstlineno > 0 ? (int32_t)t->firstlineno : 1; /* lines start at 1 */
     /* The group is padded to a multiple of 8 inside its DEBUG_INFO, so that
      * every group starts 8-aligned (mmaplog.h). */
-    size_t group = pi_jr_debug_info_size(t->filename, 0) +
-                   pi_jr_unwinding_info_size(t->unwind_size) +
+    size_t unwinding = t->unwind_size ? pi_jr_unwinding_info_size(t->unwind_size) : 0;
+    size_t group = pi_jr_debug_info_size(t->filename, 0) + unwinding +
                    pi_jr_code_load_size(t->symbol, t->code_size);
+    size_t cap = group + 8;
+    uint8_t *buf = cap <= sizeof small ? small : malloc(cap);
+    if (buf == NULL)
+        return -1;
     size_t used = 0, n;
-    n = pi_jr_debug_info(buf, sizeof buf, ts, t->addr, t->code_size, line, t->filename,
+    int rc = -1;
+    n = pi_jr_debug_info(buf, cap, ts, t->addr, t->code_size, line, t->filename,
                          (8 - group % 8) % 8);
     if (n == 0)
-        return errno = EOVERFLOW, -1;
+        goto overflow;
     used += n;
-    n = pi_jr_unwinding_info(buf + used, sizeof buf - used, ts, t->unwind, t->unwind_size,
-                             t->unwind_hdr_size, t->unwind_mapped_size);
+    if (unwinding) { /* none for JIT code whose CFI was not understood */
+        n = pi_jr_unwinding_info(buf + used, cap - used, ts, t->unwind, t->unwind_size,
+                                 t->unwind_hdr_size, t->unwind_mapped_size);
+        if (n == 0)
+            goto overflow;
+        used += n;
+    }
+    n = pi_jr_code_load(buf + used, cap - used, ts, j->pid, thread_id(j), t->addr,
+                        t->code_gone ? NULL : (const void *)t->addr, t->code_size, t->code_index,
+                        t->symbol);
     if (n == 0)
-        return errno = EOVERFLOW, -1;
+        goto overflow;
     used += n;
-    n = pi_jr_code_load(buf + used, sizeof buf - used, ts, j->pid, thread_id(j), t->addr,
-                        (const void *)t->addr, t->code_size, t->code_index, t->symbol);
-    if (n == 0)
-        return errno = EOVERFLOW, -1;
-    used += n;
-    return append(j, buf, used);
+    rc = append(j, buf, used);
+    if (rc == 0)
+        j->last_ns = ts;
+    goto done;
+overflow:
+    errno = EOVERFLOW;
+done:
+    if (buf != small) {
+        int saved = errno;
+        free(buf);
+        errno = saved;
+    }
+    return rc;
 }
 
 /* Fork handler: the child's dump will hold its own records only. perf

@@ -132,7 +132,10 @@ size_t pi_jr_code_load(uint8_t *out, size_t cap, uint64_t timestamp, uint32_t pi
     r.code_index = code_index;
     memcpy(out, &r, sizeof r);
     memcpy(out + sizeof r, name, name_len);
-    memcpy(out + sizeof r + name_len, code, (size_t)code_size);
+    if (code != NULL)
+        memcpy(out + sizeof r + name_len, code, (size_t)code_size);
+    else
+        memset(out + sizeof r + name_len, 0, (size_t)code_size);
     return n;
 }
 

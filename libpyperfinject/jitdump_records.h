@@ -41,7 +41,8 @@ size_t pi_jr_debug_info(uint8_t *out, size_t cap, uint64_t timestamp, uint64_t c
                         uint64_t code_size, int32_t lineno, const char *filename, size_t pad);
 
 /* JIT_CODE_LOAD: vma = code_addr; the code bytes are copied from `code`
- * (the live trampoline, so dumped bytes equal executed bytes). */
+ * (the live trampoline, so dumped bytes equal executed bytes), or are zeros
+ * when `code` is NULL (JIT code whose memory CPython gave back). */
 size_t pi_jr_code_load(uint8_t *out, size_t cap, uint64_t timestamp, uint32_t pid, uint32_t tid,
                        uint64_t code_addr, const void *code, uint64_t code_size,
                        uint64_t code_index, const char *name);

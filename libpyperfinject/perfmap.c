@@ -74,8 +74,12 @@ static int perfmap_write(void *self, const struct pi_tramp_info *t)
 {
     struct pi_perfmap *m = self;
     char line[PI_SYMBOL_MAX + 64];
-    size_t len = pi_format_map_line(line, sizeof line, t->addr, t->code_size, t->symbol,
-                                    t->symbol_len);
+    if (t->map_skip)
+        return 0;
+    size_t len = t->map_symbol ? pi_format_map_line(line, sizeof line, t->map_addr, t->map_size,
+                                                    t->map_symbol, t->map_symbol_len)
+                               : pi_format_map_line(line, sizeof line, t->addr, t->code_size,
+                                                    t->symbol, t->symbol_len);
     if (len == 0)
         return errno = EOVERFLOW, -1;
     return append(m, line, len);

@@ -8,6 +8,9 @@ import re
 import interpreter_frames
 
 PY_PREFIX = "py::"
+# CPython's JIT code of a function (3.15, PYTHON_JIT=1): "py::jit:qual:file",
+# or several functions whose code came and went at one address, '|' between.
+JIT_PREFIX = "py::jit:"
 # python3.11, python3.13t, python3.14d, libpython3.11.so.1.0, ...
 INTERPRETER = re.compile(r"^(?:lib)?python3\.(\d+)[a-z]*(?:\.so[.0-9]*)?$")
 LIBRARY = re.compile(r"^libpyperfinject[.-]")
@@ -62,7 +65,13 @@ def python_view(frames):
 
 def split_py_name(sym):
     """"py::qual.name:/path/file.py" -> ("qual.name", "/path/file.py");
-    None for a native symbol."""
+    CPython's JIT code of it, "py::jit:qual.name:/path/file.py" ->
+    ("qual.name [jit]", "/path/file.py"); None for a native symbol."""
+    if sym.startswith(JIT_PREFIX):
+        parts = [p.partition(":") for p in sym[len(JIT_PREFIX):].split("|")]
+        paths = set(path for _, _, path in parts)
+        name = "|".join(n for n, _, _ in parts) + " [jit]"
+        return (name, paths.pop() if len(paths) == 1 else "")
     if not sym.startswith(PY_PREFIX):
         return None
     name, sep, path = sym[len(PY_PREFIX):].partition(":")

@@ -106,6 +106,12 @@ class ViewTest(unittest.TestCase):
         self.assertEqual(pyview.split_py_name("py::A.b:/x/y.py"), ("A.b", "/x/y.py"))
         self.assertEqual(pyview.split_py_name("py::<lambda>:C:/y.py"), ("<lambda>", "C:/y.py"))
         self.assertIsNone(pyview.split_py_name("long_mul"))
+        # CPython's JIT code (3.15): the function's, or several that came and went
+        self.assertEqual(pyview.split_py_name("py::jit:A.b:/x/y.py"), ("A.b [jit]", "/x/y.py"))
+        self.assertEqual(pyview.split_py_name("py::jit:f:/x/y.py|g:/x/y.py"),
+                         ("f|g [jit]", "/x/y.py"))
+        self.assertEqual(pyview.split_py_name("py::jit:f:/a.py|g:/b.py|..."), ("f|g|... [jit]", ""))
+        self.assertEqual(pyview.split_py_name("py::jit:executor"), ("executor [jit]", ""))
 
 
 def jitdump(records):

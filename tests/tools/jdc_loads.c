@@ -65,7 +65,9 @@ void jdc_check_overlaps(struct pi_jdc_report *r)
     qsort(sorted, n, sizeof *sorted, cmp_addr);
     for (size_t i = 1, reach = 0; i < n; i++) {
         const struct pi_jdc_load *prev = &sorted[reach], *cur = &sorted[i];
-        if (cur->addr < prev->addr + prev->span)
+        int both_foreign = prev->code_index >= PI_JDC_FOREIGN_INDEX &&
+                           cur->code_index >= PI_JDC_FOREIGN_INDEX; /* freed, reused */
+        if (cur->addr < prev->addr + prev->span && !both_foreign)
             jdc_violate(r, JDC_NO_RECORD, PI_JDC_OVERLAP,
                         "'%s' at 0x%llx overlaps '%s' mapped over [0x%llx, 0x%llx)", cur->name,
                         (unsigned long long)cur->addr, prev->name, (unsigned long long)prev->addr,
@@ -83,6 +85,9 @@ void jdc_check_duplicates(struct pi_jdc_report *r, struct jdc_codes *codes)
     qsort(codes->ref, r->n_loads, sizeof *codes->ref, cmp_code);
     for (size_t i = 1; i < r->n_loads; i++) {
         const struct jdc_code_ref *a = &codes->ref[i - 1], *b = &codes->ref[i];
+        if (r->loads[a->load].code_index >= PI_JDC_FOREIGN_INDEX ||
+            r->loads[b->load].code_index >= PI_JDC_FOREIGN_INDEX)
+            continue; /* CPython's code (perf's build-ids also hash the address) */
         if (a->size == b->size && memcmp(a->code, b->code, (size_t)a->size) == 0)
             jdc_violate(r, JDC_NO_RECORD, PI_JDC_DUPLICATE_CODE,
                         "'%s' and '%s' have identical code bytes (same perf build-id)",

@@ -140,11 +140,13 @@ void jdc_check_code_load(struct jdc_scan *s, const uint8_t *rec, uint32_t size)
         jdc_violate(r, s->at, PI_JDC_BAD_LOAD, "zero code_addr, code_size, tid or name");
     if (l.pid != r->pid)
         jdc_violate(r, s->at, PI_JDC_BAD_PID, "load pid %u, header pid %u", l.pid, r->pid);
-    if (s->have_index && l.code_index <= s->last_index)
+    int foreign = l.code_index >= PI_JDC_FOREIGN_INDEX;
+    if (s->have_index[foreign] && l.code_index <= s->last_index[foreign])
         jdc_violate(r, s->at, PI_JDC_CODE_INDEX_ORDER, "code_index %llu after %llu",
-                    (unsigned long long)l.code_index, (unsigned long long)s->last_index);
-    s->have_index = true;
-    s->last_index = l.code_index;
+                    (unsigned long long)l.code_index,
+                    (unsigned long long)s->last_index[foreign]);
+    s->have_index[foreign] = true;
+    s->last_index[foreign] = l.code_index;
 
     if (s->debug.set) {
         if (s->debug.code_addr != l.code_addr)
@@ -161,8 +163,8 @@ void jdc_check_code_load(struct jdc_scan *s, const uint8_t *rec, uint32_t size)
 
     struct pi_jdc_load load = { l.code_addr, l.code_size, l.code_index, l.code_size, NULL };
     if (s->unwind.set) {
-        jdc_check_unwind(r, s->unwind.at, r->elf_mach, code, l.code_size, s->unwind.data,
-                         s->unwind.size, s->unwind.hdr_size);
+        jdc_check_unwind(r, s->unwind.at, r->elf_mach, foreign ? NULL : code, l.code_size,
+                         s->unwind.data, s->unwind.size, s->unwind.hdr_size);
         load.span = round8(l.code_size) + s->unwind.mapped_size; /* what perf inject maps */
         s->unwind.set = false;
     } else {

@@ -33,8 +33,8 @@ struct jdc_scan {
     size_t len;
     struct jdc_where at; /* the record being checked */
     uint64_t last_ts;
-    bool have_index;
-    uint64_t last_index;
+    bool have_index[2];    /* trampolines, then CPython's JIT code: each its own order */
+    uint64_t last_index[2];
     bool closed;
     struct jdc_pending_debug debug;
     struct jdc_pending_unwind unwind;

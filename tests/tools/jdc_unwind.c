@@ -18,8 +18,10 @@ void jdc_check_unwind(struct pi_jdc_report *r, struct jdc_where at, uint32_t elf
 
     if (!a)
         return; /* reported on the header */
-    known_code = jdc_recognise(a, code, code_size, &lay, why, sizeof why);
-    if (!known_code)
+    /* NULL code: CPython's, whose rules are its own (the structure is
+     * checked, the rule at each instruction is not). */
+    known_code = code != NULL && jdc_recognise(a, code, code_size, &lay, why, sizeof why);
+    if (code != NULL && !known_code)
         jdc_violate(r, at, PI_JDC_UNKNOWN_TEMPLATE, "%s", why);
 
     if (hdr_size != PI_JDC_EH_HDR_SIZE || unwinding_size <= hdr_size) {

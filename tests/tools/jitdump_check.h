@@ -96,6 +96,12 @@ struct pi_jdc_violation {
     char msg[200];
 };
 
+/* Records from this code_index on describe CPython's JIT code
+ * (libpyperfinject/cpython_jit.c), not trampolines: their code is
+ * CPython's, their CFI CPython's own rules in the same layout, and their
+ * addresses may be reused once CPython frees them. */
+#define PI_JDC_FOREIGN_INDEX (UINT64_C(1) << 40)
+
 struct pi_jdc_load {
     uint64_t addr;
     uint64_t code_size;

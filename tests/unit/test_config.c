@@ -160,7 +160,7 @@ static void test_every_name_is_listed(void **state)
         assert_int_equal(strncmp(pi_config_name(i), "PYPERFINJECT_", 13), 0);
         i++;
     }
-    assert_int_equal(i, 13);
+    assert_int_equal(i, 14);
 }
 
 static void test_settings_text(void **state)

@@ -76,6 +76,14 @@ static void test_code_load_layout(void **state)
     assert_string_equal((const char *)b + 56, name);
     assert_memory_equal(b + 56 + strlen(name) + 1, code, sizeof code);
     assert_int_equal(b[want], 0xa5);
+    /* Code whose memory is gone (CPython's JIT, unregistered): zeros. */
+    memset(b, 0xa5, sizeof b);
+    assert_int_equal(pi_jr_code_load(b, sizeof b, 7, 100, 101, 0x7f0000001000, NULL, sizeof code,
+                                     5, name),
+                     want);
+    for (size_t i = 56 + strlen(name) + 1; i < want; i++)
+        assert_int_equal(b[i], 0);
+    assert_int_equal(b[want], 0xa5);
 }
 
 static void test_unwinding_layout_and_padding(void **state)
