@@ -340,6 +340,42 @@ def c_top(ctx, cmd):
     return "checksum at app.py:LINE, self %s%%, total %s%%" % (row.group(1), row.group(2))
 
 
+def jit_python():
+    """A CPython with a JIT whose code the library follows (3.15+ of the
+    matrix, tests/provision/interpreters.sh), or Skip."""
+    listing = subprocess.run(["bash", os.path.join(ROOT, "tests", "provision", "interpreters.sh")],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True).stdout
+    for line in listing.splitlines():
+        label, _, rest = line.partition("\t")
+        command, _, kind = rest.partition("\t")
+        if kind == "sid" and re.fullmatch(r"sid-3\.(1[5-9]|[2-9]\d)", label):
+            return command
+    raise Skip("no CPython 3.15+ with a JIT in the matrix (make deps provisions Debian sid's)")
+
+
+def c_jit_record(ctx, cmd):
+    """docs/jit.md: with PYTHON_JIT=1 on 3.15, the recording's --top lists the
+    example's hot function's JIT code as 'checksum [jit]' at app.py."""
+    need_perf()
+    python = jit_python()
+    link = os.path.join(ctx.bin, "python3.15")
+    if not os.path.exists(link):
+        os.symlink(python, link)
+    before = set(glob.glob(os.path.join(ctx.work, "pyperf-*")))
+    rc, out = ctx.sh(ctx.fill(cmd))
+    expect(rc, out, 0, [r"^pyperf-run: wrote "])
+    made = sorted(set(glob.glob(os.path.join(ctx.work, "pyperf-*"))) - before)
+    if len(made) != 1:
+        raise Fail("expected one ./pyperf-DATE-TIME directory, found %s" % made)
+    rc, top = ctx.sh("pyperf-run report %s --top" % made[0])
+    expect(rc, top, 0, [r"^ +self +total  function"])
+    row = re.search(r"^ +([\d.]+)% +([\d.]+)%  checksum \[jit\]  \S*app\.py:\d+$", top, re.M)
+    if not row:
+        raise Fail("--top lists no 'checksum [jit]' at app.py: %s" % top[-800:])
+    return "checksum [jit] at app.py, self %s%%, total %s%%" % (row.group(1), row.group(2))
+
+
 def c_go_pprof(ctx, cmd):
     """pprof itself lists the example's functions at their file:line."""
     if not shutil.which("go"):
@@ -772,6 +808,7 @@ CHECKS = [
     (r"(profilecli upload --url=http://localhost:4040|parca-push --remote-store-address=localhost:7070 "
      r"--remote-store-insecure) --\S+=\S+=myapp profile\.pb\.gz", c_upload),
     (r"pyperf-run check -- python3", c_check),
+    (r"PYTHON_JIT=1 pyperf-run record -- python3\.15 app\.py", c_jit_record),
     (r"pyperf-run -- python app\.py", c_exec_only),
     (r"pyperf-run record -- -c 250000 -- python app\.py", c_record_perf_options),
     (r"pyperf-run record --pid PID --seconds 30", c_record_pid),

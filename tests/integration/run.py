@@ -10,6 +10,7 @@ without having run.
 usage: run.py [--lib PATH] [--only SUBSTRING] [--matrix-out FILE]
 """
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -68,7 +69,32 @@ def read_map(path):
 
 
 def check_no_overlap(entries, what):
-    perfmap.require_no_overlap(entries, what, Fail)
+    """Trampolines never overlap anything. CPython's JIT code (py::jit:) may
+    come where other JIT code was: a later line may then cover earlier ones,
+    but only under a name that lists every function they named."""
+    perfmap.require_no_overlap([e for e in entries if not e[2].startswith("py::jit:")], what, Fail)
+    jit = [e for e in entries if e[2].startswith("py::jit:")]
+    tramps = sorted((start, start + size) for start, size, name in entries
+                    if not name.startswith("py::jit:"))
+    for start, size, name in jit:
+        for t0, t1 in tramps:
+            if t0 < start + size and start < t1:
+                raise Fail("%s: JIT line %r overlaps a trampoline" % (what, name[:60]))
+    for i, (a_start, a_size, a_name) in enumerate(jit):
+        for b_start, b_size, b_name in jit[i + 1:]:
+            if a_start < b_start + b_size and b_start < a_start + a_size and \
+                    not jit_names_cover(b_name, a_name):
+                raise Fail("%s: JIT line %r overlaps %r without naming it"
+                           % (what, b_name[:60], a_name[:60]))
+
+
+def jit_names_cover(later, earlier):
+    """Whether a JIT map name lists every function an earlier one lists (or
+    was cut off with "|...")."""
+    def parts(name):
+        return name[len("py::jit:"):].split("|")
+    later_parts = parts(later)
+    return later_parts[-1] == "..." or all(p in later_parts for p in parts(earlier))
 
 
 def maps_of(pid_files, outdir):
@@ -307,10 +333,18 @@ def fork_perf_counts(text, pid):
     for header, frames in perf_samples(text):
         if header.split()[0] != str(pid):
             continue
-        py = [f for f in frames if f.startswith("py::")]
-        key = py[0].split(":")[2] if py else None
+        py = [f.replace("py::jit:", "py::", 1) for f in frames if f.startswith("py::")]
+        key = py[0].split(":")[2] if py else None  # CPython's JIT code counts as its function
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def skip_unfollowed_jit(interp):
+    """In the JIT pass (PYTHON_JIT=1) of a CPython whose JIT code nothing
+    describes, perf's samples in it name nothing and lead nowhere."""
+    if os.environ.get("PYTHON_JIT") == "1" and tuple(interp.version) < (3, 15):
+        raise Skip("CPython %d.%d's JIT code has no names and no unwind rules for anyone to "
+                   "follow (docs/jit.md); samples in it stop there" % tuple(interp.version))
 
 
 def scenario_fork_perf(runner, interp, work):
@@ -319,6 +353,7 @@ def scenario_fork_perf(runner, interp, work):
     needs_python3(interp)
     if interp.emulated:
         raise NotApplicable()
+    skip_unfollowed_jit(interp)
     why = perftool.why_unusable()
     if why:
         raise Skip(why)
@@ -505,11 +540,13 @@ def perf_samples(text):
 
 def python_chain_ratio(samples, script):
     """Among samples whose innermost Python frame is foo, the share that show
-    foo -> bar -> baz -> <module> in order."""
+    foo -> bar -> baz -> <module> in order. CPython's JIT code of a function
+    (py::jit:...) runs inside that function's own frame: it is not a call."""
     want = ["py::%s:%s" % (fn, script) for fn in ("foo", "bar", "baz", "<module>")]
     with_foo = full = 0
     for _, frames in samples:
-        py = [f.split("+0x")[0].rsplit(" (", 1)[0] for f in frames if f.startswith("py::")]
+        py = [f.split("+0x")[0].rsplit(" (", 1)[0] for f in frames
+              if f.startswith("py::") and not f.startswith("py::jit:")]
         if not py or py[0] != want[0]:
             continue
         with_foo += 1
@@ -548,6 +585,7 @@ def scenario_perf_dwarf(runner, interp, work):
     needs_python3(interp)
     if interp.emulated:
         raise NotApplicable()  # perf sees qemu's translated code, not the guest's
+    skip_unfollowed_jit(interp)
     why = perftool.why_unusable()
     if why:
         raise Skip(why)
@@ -570,6 +608,73 @@ def scenario_perf_dwarf(runner, interp, work):
     if not any(s.endswith(want) for s in after_foo):
         raise Fail("srcline for py::foo is not %s: %r" % (want, sorted(set(after_foo))[:3]))
     return result + ", srcline " + want
+
+
+def jit_available(runner, interp, work):
+    """Whether this build has CPython's JIT to switch on (sys._jit, 3.14+)."""
+    code = "import sys; j = getattr(sys, '_jit', None); print(bool(j and j.is_available()))"
+    out = runner.run([interp.command, "-c", code], False, work, env={"PYTHON_JIT": "1"})
+    return out.returncode == 0 and out.stdout.strip() == b"True"
+
+
+def anonymous_leaf_share(runner, work, data):
+    """perf script over `data`: (samples whose innermost frame is in unnamed
+    anonymous memory, samples, samples in py::jit:foo)."""
+    text = runner.run(["perf", "script", "-i", data, "-F", "comm,ip,sym,dso", "--no-inline"],
+                      False, work).stdout.decode(errors="replace")
+    leaves = [frames[0] for _, frames in perf_samples(text) if frames]
+    unnamed = sum(1 for f in leaves if f.startswith("[unknown]") and
+                  (f.endswith("([unknown])") or "//anon" in f or "[anon" in f))
+    in_foo = sum(1 for f in leaves if f.startswith("py::jit:foo:"))
+    return unnamed, len(leaves), in_foo
+
+
+def scenario_perf_dwarf_jit(runner, interp, work):
+    """PYTHON_JIT=1: the hot loop runs in CPython's JIT code. Followed (the
+    default), >= 90% of foo samples show the whole chain, the JIT code is
+    named py::jit:foo, and no sample is left in unnamed anonymous memory;
+    not followed (PYPERFINJECT_JIT=0), the same run for comparison."""
+    needs_python3(interp)
+    if interp.emulated:
+        raise NotApplicable()
+    if os.environ.get("PYTHON_JIT") == "1" or not jit_available(runner, interp, work):
+        raise NotApplicable()  # no JIT in this build, or the JIT pass (which runs perf-dwarf)
+    if tuple(interp.version) < (3, 15):
+        raise Skip("CPython %d.%d describes its JIT code to no one (no __jit_debug_descriptor, "
+                   "no perf records, no unwind rules): perf cannot unwind out of it "
+                   "(docs/jit.md)" % tuple(interp.version))
+    why = perftool.why_unusable()
+    if why:
+        raise Skip(why)
+    counts = {}
+    for follow in ("0", "1"):
+        sub = os.path.join(work, "follow-" + follow)
+        os.mkdir(sub)
+        script = record_workload(runner, interp, sub,
+                                 ["-F", "299", "-k", "1", "--call-graph", "dwarf,65528"],
+                                 {"PYPERFINJECT_DIR": sub, "PYTHON_JIT": "1",
+                                  "PYPERFINJECT_JIT": follow})
+        inject = runner.run(["perf", "inject", "-i", "perf.data", "--jit", "-o",
+                             "perf.jit.data"], False, sub)
+        if inject.returncode != 0:
+            raise Fail("perf inject failed: %r" % inject.stderr[-300:])
+        counts[follow] = anonymous_leaf_share(runner, sub, "perf.jit.data")
+    unnamed_before, total_before, _ = counts["0"]
+    if unnamed_before < total_before // 10:
+        raise Fail("not followed, only %d of %d samples are in anonymous memory: the JIT did "
+                   "not run the hot loop" % (unnamed_before, total_before))
+    result = require_full_chains(runner, os.path.join(work, "follow-1"), "perf.jit.data", script)
+    unnamed, total, in_foo = counts["1"]
+    if in_foo < total // 10:
+        raise Fail("only %d of %d samples are in py::jit:foo" % (in_foo, total))
+    if unnamed > total // 100:
+        raise Fail("%d of %d samples are still in unnamed anonymous memory" % (unnamed, total))
+    wanted = "py::jit:foo:%s" % script
+    with open(only_map(os.path.join(work, "follow-1"))[0]) as f:
+        if not any(line.split(" ", 2)[-1].startswith(wanted) for line in f.read().splitlines()):
+            raise Fail("the perf map has no line for %s" % wanted)
+    return "%s; in py::jit:foo %d of %d; unnamed anonymous %d of %d (not followed: %d of %d)" % (
+        result, in_foo, total, unnamed, total, unnamed_before, total_before)
 
 
 def scenario_perf_fp(runner, interp, work):
@@ -696,7 +801,7 @@ def scenario_switching(runner, interp, work):
     path, _ = only_map(work)
     entries = read_map(path)
     check_no_overlap(entries, "map")
-    starts = [e[0] for e in entries]
+    starts = [e[0] for e in entries if not e[2].startswith("py::jit:")]
     if len(starts) != len(set(starts)):
         raise Fail("the same address is named twice")
     names = set(n.split(":")[2] for n in names_in(entries) if n.endswith(":<switching>"))
@@ -779,6 +884,10 @@ def scenario_cpython_perf(runner, interp, work):
     pre = runner.run([interp.command, activate], True, work)
     cpython_maps = cleanup_cpython_maps(plain, pre)
     same_behaviour(plain, pre, "sys.activate_stack_trampoline")
+    if b"Cannot activate the perf trampoline if the JIT is active" in plain.stderr:
+        # CPython's own refusal, the same under the library: its trampoline
+        # never runs, so there is nothing of CPython's to name.
+        return ", ".join(notes + ["activate_stack_trampoline refused by CPython with the JIT on"])
     path, pid = only_map(work)
     ours = names_in(read_map(path))
     if "py::before:%s" % activate not in ours:
@@ -864,6 +973,7 @@ SCENARIOS = [
     ("unwritable-dir", scenario_unwritable_dir),
     ("noexec-dir", scenario_noexec_dir),
     ("perf-dwarf", scenario_perf_dwarf),
+    ("perf-dwarf-jit", scenario_perf_dwarf_jit),
     ("perf-fp", scenario_perf_fp),
     ("unwind-inprocess", scenario_inprocess_unwind),
     ("switching", scenario_switching),
@@ -955,6 +1065,36 @@ def run_pid_switch(runner, interps, work):
              (gaps[0][0] + 1, gaps[0][1] - 1))]
 
 
+def passes_of(runner, interp, base):
+    """Every interpreter runs the scenarios once as it starts; one whose build
+    has CPython's JIT runs them again with PYTHON_JIT=1 (label "+jit")."""
+    passes = [(interp.label, False)]
+    if not interp.emulated:
+        try:
+            if interp.version >= (3, 14) and jit_available(runner, interp,
+                                                           tempfile.mkdtemp(dir=base)):
+                passes.append((interp.label + "+jit", True))
+        except Skip:
+            pass
+    return passes
+
+
+@contextlib.contextmanager
+def python_jit(on):
+    """PYTHON_JIT=1 for every child of the scenarios (Runner.run and the
+    debugger tests keep PYTHON* variables), or as the caller had it."""
+    before = os.environ.get("PYTHON_JIT")
+    if on:
+        os.environ["PYTHON_JIT"] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            del os.environ["PYTHON_JIT"]
+        elif on:
+            os.environ["PYTHON_JIT"] = before
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", default=harness.LIB)
@@ -985,35 +1125,37 @@ def main():
         for interp in interps:
             if args.only and args.only not in interp.label:
                 continue
-            row = {}
             runner.serve(interp, os.path.abspath(args.aarch64_lib))
             if runner.guest and not os.path.exists(runner.lib):
                 report("SKIP", interp.label, "all", "%s is not built (make CC=aarch64-linux-gnu-gcc)"
                        % runner.lib)
                 continue
-            for name, fn in SCENARIOS:
-                if args.scenario and name not in args.scenario.split(","):
-                    continue
-                work = tempfile.mkdtemp(prefix=name + "-", dir=base)
-                try:
-                    status, note = harness.attempt(fn, runner, interp, work)
-                except NotApplicable:
-                    row[name] = "n/a"
-                    continue
-                if status == "FAIL" and args.keep_failed:
-                    kept = os.path.join(args.keep_failed, "%s-%s" % (interp.label, name))
-                    shutil.rmtree(kept, ignore_errors=True)
-                    shutil.copytree(work, kept, symlinks=True)
-                    note += " (work directory kept in %s)" % kept
-                report(status, interp.label, name, note)
-                row[name] = status
-                notes[(interp.label, name)] = note
             version = "?"
             try:
                 version = "%d.%d" % interp.version
             except Skip:
                 pass
-            matrix.append((interp.label, interp.kind, version, row))
+            for label, jit in passes_of(runner, interp, base):
+                row = {}
+                with python_jit(jit):
+                    for name, fn in SCENARIOS:
+                        if args.scenario and name not in args.scenario.split(","):
+                            continue
+                        work = tempfile.mkdtemp(prefix=name + "-", dir=base)
+                        try:
+                            status, note = harness.attempt(fn, runner, interp, work)
+                        except NotApplicable:
+                            row[name] = "n/a"
+                            continue
+                        if status == "FAIL" and args.keep_failed:
+                            kept = os.path.join(args.keep_failed, "%s-%s" % (label, name))
+                            shutil.rmtree(kept, ignore_errors=True)
+                            shutil.copytree(work, kept, symlinks=True)
+                            note += " (work directory kept in %s)" % kept
+                        report(status, label, name, note)
+                        row[name] = status
+                        notes[(label, name)] = note
+                matrix.append((label, interp.kind, version, row))
         runner.guest, runner.lib = False, runner.host_lib
         if not args.only:
             for status, name, detail in run_non_python(runner, tempfile.mkdtemp(dir=base)):
