@@ -327,32 +327,43 @@ static bool shape_ok(const struct pi_tramp_shape *s, const struct arch_cfi *a)
            s->after_pop % a->code_align == 0;
 }
 
-size_t pi_ehframe_build(const struct pi_tramp_shape *shape, uint8_t *out, size_t cap,
-                        struct pi_unwind_sizes *sizes)
+/* What an emitter writes: the unwind data of one region, reporting the
+ * .eh_frame's size. */
+typedef void (*unwind_emitter)(struct cfi_writer *w, const void *arg, uint32_t *eh_size);
+
+/* Measures into a NULL writer first, so a short buffer writes nothing;
+ * `sizes` is told in every case. */
+static size_t measure_then_emit(unwind_emitter emit, const void *arg, uint8_t *out, size_t cap,
+                                struct pi_unwind_sizes *sizes)
 {
-    const struct arch_cfi *a = shape ? arch_of(shape->arch) : NULL;
     struct cfi_writer measure = { NULL, 0, 0 };
-    struct pi_unwind_sizes sz = { 0, 0, 0, 0 };
     uint32_t eh_size = 0;
-
-    if (sizes)
-        *sizes = sz;
-    if (!shape || !shape_ok(shape, a))
-        return 0;
-
-    emit_unwind(&measure, a, shape, &eh_size);
-    sz.eh_frame_size = eh_size;
-    sz.hdr_size = EH_HDR_SIZE;
-    sz.total = (uint32_t)measure.len;
-    sz.mapped_size = round_up(sz.total, 16);
+    emit(&measure, arg, &eh_size);
+    struct pi_unwind_sizes sz = { eh_size, EH_HDR_SIZE, (uint32_t)measure.len,
+                                  round_up((uint32_t)measure.len, 16) };
     if (sizes)
         *sizes = sz;
     if (!out || cap < sz.total)
         return 0;
-
     struct cfi_writer w = { out, cap, 0 };
-    emit_unwind(&w, a, shape, &eh_size);
+    emit(&w, arg, &eh_size);
     return w.len;
+}
+
+static void emit_shape(struct cfi_writer *w, const void *arg, uint32_t *eh_size)
+{
+    const struct pi_tramp_shape *shape = arg;
+    emit_unwind(w, arch_of(shape->arch), shape, eh_size);
+}
+
+size_t pi_ehframe_build(const struct pi_tramp_shape *shape, uint8_t *out, size_t cap,
+                        struct pi_unwind_sizes *sizes)
+{
+    if (sizes)
+        *sizes = (struct pi_unwind_sizes){ 0, 0, 0, 0 };
+    if (!shape || !shape_ok(shape, arch_of(shape->arch)))
+        return 0;
+    return measure_then_emit(emit_shape, shape, out, cap, sizes);
 }
 
 /* Measures into a NULL writer first, so a short buffer writes nothing. */
@@ -452,32 +463,30 @@ static void emit_rules_unwind(struct cfi_writer *w, const struct pi_cfi_rules *r
     emit_hdr(w, code_off, *eh_size, (uint32_t)fde);
 }
 
+struct rules_arg {
+    const struct pi_cfi_rules *rules;
+    uint32_t code_size;
+};
+
+static void emit_rules(struct cfi_writer *w, const void *arg, uint32_t *eh_size)
+{
+    const struct rules_arg *r = arg;
+    emit_rules_unwind(w, r->rules, r->code_size, eh_size);
+}
+
 size_t pi_ehframe_build_rules(const struct pi_cfi_rules *r, uint32_t code_size, uint8_t *out,
                               size_t cap, struct pi_unwind_sizes *sizes)
 {
-    struct pi_unwind_sizes sz = { 0, 0, 0, 0 };
     if (sizes)
-        *sizes = sz;
+        *sizes = (struct pi_unwind_sizes){ 0, 0, 0, 0 };
     if (r == NULL || code_size == 0 || code_size > PI_EHFRAME_MAX_CODE || r->code_align == 0 ||
         r->cie_len > RULES_MAX_INSNS || r->fde_len > RULES_MAX_INSNS ||
         (r->cie_len && !r->cie_insns) || (r->fde_len && !r->fde_insns) ||
         !pi_cfi_insns_portable(r->cie_insns, r->cie_len) ||
         !pi_cfi_insns_portable(r->fde_insns, r->fde_len))
         return 0;
-    struct cfi_writer measure = { NULL, 0, 0 };
-    uint32_t eh_size = 0;
-    emit_rules_unwind(&measure, r, code_size, &eh_size);
-    sz.eh_frame_size = eh_size;
-    sz.hdr_size = EH_HDR_SIZE;
-    sz.total = (uint32_t)measure.len;
-    sz.mapped_size = round_up(sz.total, 16);
-    if (sizes)
-        *sizes = sz;
-    if (!out || cap < sz.total)
-        return 0;
-    struct cfi_writer w = { out, cap, 0 };
-    emit_rules_unwind(&w, r, code_size, &eh_size);
-    return w.len;
+    struct rules_arg arg = { r, code_size };
+    return measure_then_emit(emit_rules, &arg, out, cap, sizes);
 }
 
 /* Skips one LEB128 number; 0 when it runs past the end. */
