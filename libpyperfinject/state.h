@@ -13,8 +13,8 @@
 #include "arena.h"
 #include "backends.h"
 #include "config.h"
-#include "cpython_jit.h"
 #include "ehframe.h"
+#include "jitwatch.h"
 #include "pysyms.h"
 #include "sidetable.h"
 
@@ -90,7 +90,7 @@ struct pi_state {
     char start_cwd[1024];        /* anchors relative code file names */
 
     struct pi_hot hot;
-    struct pi_jit_watch jit; /* CPython's JIT code (cpython_jit.h) */
+    struct pi_jit_watch jit; /* CPython's JIT code (jitwatch.h, cpython_jit.h) */
 
     void *hook; /* this build's eval-frame function (eval.c) */
     /* Where wait.c reports each running interpreter: `interp`, or the one
