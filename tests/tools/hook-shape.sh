@@ -10,7 +10,7 @@ command -v objdump >/dev/null || { echo "objdump is not installed"; exit 2; }
 [ -f "$lib" ] || { echo "$lib is not built"; exit 2; }
 dis=$(objdump -d --no-show-raw-insn "$lib" 2>/dev/null)
 bad="" seen=0
-for fn in hook_tstate_frame_throw hook_frame_throw; do
+for fn in hook_tstate_frame_throw hook_tstate_frame_throw_jit hook_frame_throw; do
     body=$(awk -v f="<$fn>:" '$2 == f {on = 1; next} on && /^$/ {exit} on' <<<"$dis")
     [ -n "$body" ] || continue
     seen=$((seen + 1))
