@@ -200,6 +200,23 @@ static void look(struct frame *calling)
         pi_jit_look(&pi_state, tstate, calling);
 }
 
+/* A function whose code has JIT code at addr, listed in its co_executors. */
+static void jitted(struct code *c, struct executor *x, const char *qualname, int32_t line,
+                   uintptr_t addr)
+{
+    make_code(c, qualname, "/app.py", line);
+    make_executor(x, addr, c);
+    lists(c, x);
+}
+
+/* Only `qualname`, which has no JIT code, on the thread's frames. */
+static void runs_alone(struct code *c, struct frame *f, const char *qualname)
+{
+    make_code(c, qualname, "/app.py", 3);
+    frame_of(f, c, NULL);
+    set_frames(f);
+}
+
 /* --- the tests --- */
 
 static void test_an_executor_is_named_after_the_function_on_the_frames(void **state)
@@ -209,9 +226,7 @@ static void test_an_executor_is_named_after_the_function_on_the_frames(void **st
     static struct executor x;
     static struct frame f_module, f_foo;
     make_code(&module, "<module>", "/app.py", 1);
-    make_code(&foo, "foo", "/app.py", 7);
-    make_executor(&x, CODE_BASE, &foo);
-    lists(&foo, &x);
+    jitted(&foo, &x, "foo", 7, CODE_BASE);
     frame_of(&f_module, &module, NULL);
     frame_of(&f_foo, &foo, &f_module);
     set_frames(&f_foo); /* foo runs the loop that became JIT code */
@@ -238,9 +253,7 @@ static void test_a_name_found_later_keeps_the_time_it_appeared(void **state)
     static struct executor x;
     static struct frame f_main, f_foo;
     make_code(&main_code, "main", "/app.py", 1);
-    make_code(&foo, "foo", "/app.py", 7);
-    make_executor(&x, CODE_BASE, &foo);
-    lists(&foo, &x);
+    jitted(&foo, &x, "foo", 7, CODE_BASE);
     frame_of(&f_main, &main_code, NULL);
     set_frames(&f_main); /* foo has returned: only main on the frames */
     registers(0, CODE_BASE);
@@ -296,9 +309,7 @@ static void test_what_is_never_found_goes_out_under_cpythons_name(void **state)
     (void)state;
     static struct code other;
     static struct frame f;
-    make_code(&other, "other", "/app.py", 3);
-    frame_of(&f, &other, NULL);
-    set_frames(&f);
+    runs_alone(&other, &f, "other");
     registers(0, CODE_BASE); /* no executor anyone can reach leads to it */
     int looks = 0;
     while (ntold == 0 && looks < 5000) {
@@ -316,9 +327,7 @@ static void test_code_freed_before_its_name_is_told_unread(void **state)
     (void)state;
     static struct frame f;
     static struct code other;
-    make_code(&other, "other", "/app.py", 3);
-    frame_of(&f, &other, NULL);
-    set_frames(&f);
+    runs_alone(&other, &f, "other");
     struct pi_gdb_jit_entry *gone = registers(0, CODE_BASE);
     look(NULL);
     assert_true(pi_state.jit.pending);
@@ -338,12 +347,8 @@ static void test_an_entry_gone_from_the_middle_is_not_read(void **state)
     static struct code foo, bar;
     static struct executor x, y;
     static struct frame f_foo, f_bar;
-    make_code(&foo, "foo", "/app.py", 7);
-    make_code(&bar, "bar", "/app.py", 9);
-    make_executor(&x, CODE_BASE, &foo);
-    make_executor(&y, CODE_BASE + 0x1000, &bar);
-    lists(&foo, &x);
-    lists(&bar, &y);
+    jitted(&foo, &x, "foo", 7, CODE_BASE);
+    jitted(&bar, &y, "bar", 9, CODE_BASE + 0x1000);
     frame_of(&f_bar, &bar, NULL);
     set_frames(&f_bar);
     struct pi_gdb_jit_entry *old = registers(0, CODE_BASE);
@@ -366,9 +371,7 @@ static void test_what_waits_at_exit_is_told(void **state)
     (void)state;
     static struct frame f;
     static struct code other;
-    make_code(&other, "other", "/app.py", 3);
-    frame_of(&f, &other, NULL);
-    set_frames(&f);
+    runs_alone(&other, &f, "other");
     registers(0, CODE_BASE);
     look(NULL);
     assert_int_equal(ntold, 0);
@@ -383,18 +386,14 @@ static void test_reused_addresses_get_one_map_line_naming_both(void **state)
     static struct code foo, bar;
     static struct executor x, y;
     static struct frame f_foo, f_bar;
-    make_code(&foo, "foo", "/app.py", 7);
-    make_code(&bar, "bar", "/app.py", 9);
-    make_executor(&x, CODE_BASE, &foo);
-    lists(&foo, &x);
+    jitted(&foo, &x, "foo", 7, CODE_BASE);
     frame_of(&f_foo, &foo, NULL);
     set_frames(&f_foo);
     struct pi_gdb_jit_entry *first = registers(0, CODE_BASE);
     look(NULL);
     assert_int_equal(ntold, 1);
     unregisters(first); /* foo's code freed; bar's comes at the same address */
-    make_executor(&y, CODE_BASE, &bar);
-    lists(&bar, &y);
+    jitted(&bar, &y, "bar", 9, CODE_BASE);
     frame_of(&f_bar, &bar, NULL);
     set_frames(&f_bar);
     registers(1, CODE_BASE);
@@ -412,9 +411,7 @@ static void test_a_second_interpreter_stops_the_following(void **state)
     (void)state;
     static struct frame f;
     static struct code other;
-    make_code(&other, "other", "/app.py", 3);
-    frame_of(&f, &other, NULL);
-    set_frames(&f);
+    runs_alone(&other, &f, "other");
     registers(0, CODE_BASE);
     look(NULL);
     pi_state.nrecords = 2; /* a subinterpreter, with a GIL of its own */
