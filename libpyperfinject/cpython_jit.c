@@ -17,6 +17,7 @@
 #include "lock.h"
 #include "log.h"
 #include "names.h"
+#include "slot.h"
 #include "state.h"
 
 #include <dlfcn.h>
@@ -60,7 +61,6 @@ struct region {
 struct table {
     struct region *slots;
     size_t cap; /* a power of two, or 0 */
-    size_t n;
 };
 
 /* A code object whose executors were all walked while the list had this
@@ -77,7 +77,7 @@ struct pi_jit_book {
     unsigned pending;
     void *interp;       /* the one interpreter whose list this is */
     struct pi_jit_map map; /* the perf map's lines for JIT code */
-    uint64_t seq, named, generic, looks;
+    uint64_t seq, looks;
     int stopped;
 };
 
@@ -123,15 +123,6 @@ static struct region *slot_for(struct table *t, uint64_t addr)
 
 /* --- reading one entry --- */
 
-static uint16_t host_machine(void)
-{
-#if defined(__x86_64__)
-    return 62;
-#else
-    return 183;
-#endif
-}
-
 /* A new registration: its code region and CFI, copied out of the file
  * (which goes when CPython unregisters it). 0, or -1 if it is not a file
  * of the form CPython writes. */
@@ -139,7 +130,9 @@ static int read_entry(const struct pi_gdb_jit_entry *e, struct region *r)
 {
     struct pi_jit_symfile f;
     if (e->symfile_addr == NULL ||
-        pi_jitentry_parse(e->symfile_addr, e->symfile_size, host_machine(), 0, &f) != 0)
+        pi_jitentry_parse(e->symfile_addr, e->symfile_size,
+                          (uint16_t)pi_arch_elf_mach(pi_slot_template_shape().arch), 0,
+                          &f) != 0)
         return -1;
     memset(r, 0, sizeof *r);
     r->code_addr = f.text_addr;
@@ -177,7 +170,7 @@ static int rescan(struct pi_state *s, struct pi_jit_book *b, const struct pi_gdb
     size_t cap = 16;
     while (cap < 2 * count + 2)
         cap *= 2;
-    struct table next = {calloc(cap, sizeof(struct region)), cap, 0};
+    struct table next = {calloc(cap, sizeof(struct region)), cap};
     if (next.slots == NULL)
         return -1;
     uint64_t now = 0;
@@ -200,7 +193,6 @@ static int rescan(struct pi_state *s, struct pi_jit_book *b, const struct pi_gdb
         if (dst->code_addr != 0)
             continue; /* two live entries for one address: the newer counts */
         *dst = fresh;
-        next.n++;
     }
     for (size_t i = 0; i < b->live.cap; i++) {
         struct region *old = &b->live.slots[i];
@@ -220,20 +212,6 @@ static int rescan(struct pi_state *s, struct pi_jit_book *b, const struct pi_gdb
 
 /* --- finding executors --- */
 
-static void *code_or_null(const struct pi_state *s, void *obj)
-{
-    if (obj == NULL || load_ptr(obj, s->abi.ob_type_offset) != (void *)s->py.CodeType)
-        return NULL;
-    return obj;
-}
-
-/* The code object a frame runs (tagged reference from 3.14). */
-static void *code_of_frame(const struct pi_state *s, void *frame)
-{
-    uintptr_t bits = (uintptr_t)load_ptr(frame, s->abi.frame_code_offset) & ~s->abi.frame_code_tag;
-    return code_or_null(s, (void *)bits);
-}
-
 /* The code object's executors (co_executors: those its bytecode enters)
  * whose machine code waits for a name get it. Each is a live executor as
  * long as the code object lives, which running it on a frame ensures. */
@@ -244,10 +222,10 @@ static void name_from_frames(struct pi_state *s, struct pi_jit_book *b, void *ts
 {
     const struct pi_abi_jit *j = &s->abi.jit;
     if (frame)
-        name_from_code(s, b, code_of_frame(s, frame));
+        name_from_code(s, b, pi_hot_code_of(&s->hot, frame));
     void *f = tstate ? load_ptr(tstate, j->tstate_frame) : NULL;
     for (int depth = 0; f != NULL && depth < MAX_FRAMES && b->pending; depth++) {
-        name_from_code(s, b, code_of_frame(s, f));
+        name_from_code(s, b, pi_hot_code_of(&s->hot, f));
         f = load_ptr(f, j->frame_previous);
     }
 }
@@ -277,10 +255,8 @@ static void emit(struct pi_state *s, struct pi_jit_book *b, struct region *r, vo
         snprintf(symbol, sizeof symbol, "py::jit:%.*s", PI_SYMBOL_MAX - 4, rest);
         filename = names.filename;
         line = names.firstlineno > 0 ? (uint32_t)names.firstlineno : 0;
-        b->named++;
     } else {
         snprintf(symbol, sizeof symbol, "%s", r->generic[0] ? r->generic : "py::jit:executor");
-        b->generic++;
     }
     uint8_t unwind[4 * RULES_MAX + 128];
     struct pi_unwind_sizes sizes = {0, 0, 0, 0};
@@ -363,7 +339,7 @@ static void name_executor(struct pi_state *s, struct pi_jit_book *b, struct walk
     if (x == NULL || ++w->visits > MAX_VISITS || b->pending == 0)
         return;
     uint32_t exits = *(const uint32_t *)((const char *)x + j->exec_exit_count);
-    void *code = code_or_null(s, load_ptr(x, j->exec_code));
+    void *code = pi_hot_code_or_null(&s->hot, load_ptr(x, j->exec_code));
     int cold = code == NULL && exits == 0;
     if (code == NULL && !cold)
         code = continued;
@@ -499,10 +475,4 @@ int pi_jit_address_taken(uintptr_t start, size_t len, void *ctx)
 {
     const struct pi_jit_watch *w = ctx;
     return w->book != NULL && pi_jit_map_overlaps(&w->book->map, start, start + len);
-}
-
-void pi_jit_counts(const struct pi_jit_watch *w, uint64_t *named, uint64_t *generic)
-{
-    *named = w->book ? w->book->named : 0;
-    *generic = w->book ? w->book->generic : 0;
 }

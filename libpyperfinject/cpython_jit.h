@@ -42,8 +42,4 @@ void pi_jit_at_exit(struct pi_state *s);
  * overlaps JIT code already named in the perf map. State lock held. */
 int pi_jit_address_taken(uintptr_t start, size_t len, void *ctx);
 
-/* Statistics for the tests and bench: executors announced with their code
- * object's name, and with CPython's generic one. */
-void pi_jit_counts(const struct pi_jit_watch *w, uint64_t *named, uint64_t *generic);
-
 #endif

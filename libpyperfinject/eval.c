@@ -166,17 +166,6 @@ static inline void *hot_next_eval(struct pi_hot *hot)
     return atomic_load_explicit(&hot->next_eval, memory_order_relaxed);
 }
 
-/* The code object of the frame being evaluated, or NULL if it isn't one. */
-static inline pi_pyobj *code_of(const struct pi_hot *hot, void *frame)
-{
-    uintptr_t bits = *(uintptr_t *)((char *)frame + hot->frame_code_offset) & ~hot->frame_code_tag;
-    pi_pyobj *code = (pi_pyobj *)bits;
-    if (UNLIKELY(code == NULL ||
-                 *(const void **)((char *)code + hot->ob_type_offset) != hot->code_type))
-        return NULL;
-    return code;
-}
-
 /* Off the plain path (PI_ATTN_*): fork bookkeeping, switched off, or
  * interpreters that differ. Returns 0 to go on through a trampoline with
  * *index and *next, or -1 to call *next directly. */
@@ -226,7 +215,7 @@ static __attribute__((noinline)) void *slow_path(struct pi_state *s, void *tstat
         return NULL;
     }
     *next_out = next;
-    pi_pyobj *code = code_of(&s->hot, frame);
+    pi_pyobj *code = pi_hot_code_of(&s->hot, frame);
     if (code == NULL)
         return NULL;
     void *tramp = lookup(s, code, index);
@@ -243,7 +232,7 @@ static inline void *fast_lookup(struct pi_state *s, void *frame)
         return NULL; /* PI_ATTN_LOOKUP covers the lookup modes other than direct */
     if (UNLIKELY(pi_stack_low()))
         return NULL; /* a new thread, or one near its stack's end */
-    pi_pyobj *code = code_of(&s->hot, frame);
+    pi_pyobj *code = pi_hot_code_of(&s->hot, frame);
     if (UNLIKELY(code == NULL))
         return NULL;
     const struct code_extra *x = extra_of(&s->hot, code);
@@ -322,7 +311,7 @@ static inline int jit_wants_look(struct pi_state *s, void *frame)
 {
     struct pi_jit_watch *w = &s->jit;
     return pi_jit_changed(w) ||
-           (UNLIKELY(w->pending) && pi_jit_waiting_look(w, code_of(&s->hot, frame)));
+           (UNLIKELY(w->pending) && pi_jit_waiting_look(w, pi_hot_code_of(&s->hot, frame)));
 }
 
 /* 3.15+ with CPython's JIT list to follow: the same, and a look at the
@@ -352,7 +341,7 @@ static void *hook_frame_throw_side_table(void *frame, int throwflag)
     struct pi_state *s = &pi_state;
     if (LIKELY((atomic_load_explicit(&s->hot.attention, memory_order_relaxed) &
                 ~PI_ATTN_LOOKUP) == 0 && !pi_stack_low())) {
-        pi_pyobj *code = code_of(&s->hot, frame);
+        pi_pyobj *code = pi_hot_code_of(&s->hot, frame);
         if (LIKELY(code != NULL)) {
             void *tramp = pi_sidetable_get(&s->side, code);
             if (LIKELY(tramp != NULL))

@@ -73,6 +73,25 @@ struct pi_hot {
     int (*get_extra)(pi_pyobj *, pi_ssize_t, void **);
 } __attribute__((aligned(64)));
 
+/* obj when it is a code object, else NULL. */
+static inline pi_pyobj *pi_hot_code_or_null(const struct pi_hot *hot, const void *obj)
+{
+    if (__builtin_expect(obj == NULL ||
+                             *(const void *const *)((const char *)obj + hot->ob_type_offset) !=
+                                 hot->code_type,
+                         0))
+        return NULL;
+    return (pi_pyobj *)obj;
+}
+
+/* The code object a frame runs (a tagged reference from 3.14), or NULL. */
+static inline pi_pyobj *pi_hot_code_of(const struct pi_hot *hot, const void *frame)
+{
+    uintptr_t bits =
+        *(const uintptr_t *)((const char *)frame + hot->frame_code_offset) & ~hot->frame_code_tag;
+    return pi_hot_code_or_null(hot, (const void *)bits);
+}
+
 /* How the hot path finds a code object's trampoline. */
 enum pi_lookup {
     PI_LOOKUP_DIRECT,     /* read co_extra->ce_extras[index] (verified once) */

@@ -175,6 +175,10 @@ static int setup(void **state)
     struct pi_state *s = &pi_state;
     assert_int_equal(pi_abi_lookup(3, 15, 0, &s->abi), 0);
     s->py.CodeType = (pi_pyobj *)code_type;
+    s->hot.frame_code_offset = s->abi.frame_code_offset; /* as inject.c's hot_from_abi */
+    s->hot.frame_code_tag = s->abi.frame_code_tag;
+    s->hot.ob_type_offset = s->abi.ob_type_offset;
+    s->hot.code_type = code_type;
     s->py.UnicodeAsUTF8AndSize = fake_utf8;
     s->py.ErrOccurred = fake_err_occurred;
     s->py.DecRef = fake_decref;
