@@ -78,7 +78,6 @@ struct pi_jit_book {
     void *interp;       /* the one interpreter whose list this is */
     struct pi_jit_map map; /* the perf map's lines for JIT code */
     uint64_t seq, looks;
-    int stopped;
 };
 
 static uint64_t now_ns(void)
@@ -327,16 +326,12 @@ static void announce(struct pi_state *s, struct pi_jit_book *b, struct region *r
  * points to until it warms up, have neither a code object nor exits (their
  * other fields are never set): they keep CPython's name. Exits hold strong
  * references and the stubs live as long as the interpreter, so what is
- * reached is alive. */
-struct walk {
-    unsigned visits;
-};
-
-static void name_executor(struct pi_state *s, struct pi_jit_book *b, struct walk *w, void *x,
+ * reached is alive. `visits` bounds the walk from one code object. */
+static void name_executor(struct pi_state *s, struct pi_jit_book *b, unsigned *visits, void *x,
                           void *continued, int depth)
 {
     const struct pi_abi_jit *j = &s->abi.jit;
-    if (x == NULL || ++w->visits > MAX_VISITS || b->pending == 0)
+    if (x == NULL || ++*visits > MAX_VISITS || b->pending == 0)
         return;
     uint32_t exits = *(const uint32_t *)((const char *)x + j->exec_exit_count);
     void *code = pi_hot_code_or_null(&s->hot, load_ptr(x, j->exec_code));
@@ -354,7 +349,7 @@ static void name_executor(struct pi_state *s, struct pi_jit_book *b, struct walk
         const char *exit = (const char *)x + j->exec_exits + (size_t)i * EXIT_SIZE;
         void *next = *(void *const *)(const void *)(exit + EXIT_EXECUTOR);
         if (next != x)
-            name_executor(s, b, w, next, code, depth + 1);
+            name_executor(s, b, visits, next, code, depth + 1);
     }
 }
 
@@ -369,9 +364,9 @@ static void name_from_code(struct pi_state *s, struct pi_jit_book *b, void *code
     if (done->code == code && done->executors == array && done->count == array[0] &&
         done->head == b->last_head)
         return;
-    struct walk w = {0};
+    unsigned visits = 0;
     for (int32_t i = 0; i < array[0] && b->pending; i++)
-        name_executor(s, b, &w, executors[i], code, 0);
+        name_executor(s, b, &visits, executors[i], code, 0);
     *done = (struct walked){code, array, b->last_head, array[0]};
 }
 
@@ -404,12 +399,10 @@ void pi_jit_at_exit(struct pi_state *s)
     }
 }
 
+/* Said once: with no descriptor, no look comes here again. */
 static void stop(struct pi_jit_watch *w, const char *why)
 {
-    if (w->book && !w->book->stopped)
-        pi_log(PI_LOG_INFO, "CPython's JIT code is no longer named: %s", why);
-    if (w->book)
-        w->book->stopped = 1;
+    pi_log(PI_LOG_INFO, "CPython's JIT code is no longer named: %s", why);
     w->desc = NULL;
     w->seen = NULL;
     w->pending = 0;
