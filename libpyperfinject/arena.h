@@ -12,10 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Slot stride: 16-byte aligned and large enough for the code, the eh_frame
- * and eh_frame_hdr behind it, so the ranges perf inject maps for consecutive
- * trampolines (round8(code) + unwind size) never overlap. */
-#define PI_SLOT_STRIDE 128u
+/* Slot stride: 16-byte aligned and just large enough for the code, the
+ * eh_frame and eh_frame_hdr behind it, so the ranges perf inject maps for
+ * consecutive trampolines (round8(code) + mapped unwind size) never overlap.
+ * Per template (slot.c checks it): a byte more per slot is a byte more of
+ * memory per function. */
+#define PI_SLOT_STRIDE_X86_64 96u   /* 16 + 80 */
+#define PI_SLOT_STRIDE_AARCH64 128u /* 32 + 96 */
+#if defined(__aarch64__)
+#define PI_SLOT_STRIDE PI_SLOT_STRIDE_AARCH64
+#else
+#define PI_SLOT_STRIDE PI_SLOT_STRIDE_X86_64
+#endif
 #define PI_ARENA_BYTES (128u * 1024u) /* slots per arena: PI_ARENA_BYTES / PI_SLOT_STRIDE */
 #define PI_ARENA_SLOTS (PI_ARENA_BYTES / PI_SLOT_STRIDE)
 

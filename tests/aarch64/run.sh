@@ -277,7 +277,7 @@ probe_for() {
 # Arena geometry from the source: unwind.py FILLER runs enough filler
 # functions to start two more arenas before foo, bar and baz.
 arena_bytes=$(sed -n 's/^#define PI_ARENA_BYTES (\(.*\))$/\1/p' libpyperfinject/arena.h)
-slot_stride=$(sed -n 's/^#define PI_SLOT_STRIDE \([0-9]*\)u$/\1/p' libpyperfinject/arena.h)
+slot_stride=$(sed -n 's/^#define PI_SLOT_STRIDE_AARCH64 \([0-9]*\)u.*$/\1/p' libpyperfinject/arena.h)
 arena_bytes=${arena_bytes:-128u * 1024u}
 arena_bytes=$((${arena_bytes//u/}))
 FILLER=$((2 * arena_bytes / ${slot_stride:-128} + 64))
