@@ -225,11 +225,25 @@ def c_make_check(ctx, cmd):
     raise Skip("this test is a stage of `make check`: it cannot run the suite it is part of")
 
 
+def tmp_maps():
+    """Every /tmp/perf-*.map with what tells a rewritten one apart: a path
+    can be there already, left by a dead process whose PID the run gets."""
+    seen = {}
+    for p in glob.glob("/tmp/perf-*.map"):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        seen[p] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return seen
+
+
 def take_tmp_map(ctx, before):
-    """The /tmp/perf-PID.map naming app.py that appeared since `before`;
-    removes it and its jitdump (ours, in the shared default directory)."""
-    made = [p for p in set(glob.glob("/tmp/perf-*.map")) - before
-            if os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
+    """The /tmp/perf-PID.map naming app.py that appeared or changed since
+    `before` (tmp_maps()); removes it and its jitdump (ours, in the shared
+    default directory)."""
+    made = [p for p, st in tmp_maps().items() if before.get(p) != st
+            and os.path.join(ctx.work, "app.py") in open(p, errors="replace").read()]
     if not made:
         raise Fail("no /tmp/perf-PID.map names app.py")
     with open(made[0], errors="replace") as f:
@@ -245,7 +259,7 @@ def take_tmp_map(ctx, before):
 def c_preload(ctx, cmd):
     """LD_PRELOAD=... python app.py: the program's output as without, and
     the names in /tmp/perf-PID.map (the default directory)."""
-    before = set(glob.glob("/tmp/perf-*.map"))
+    before = tmp_maps()
     rc, out = ctx.sh(ctx.fill(cmd))
     rc0, out0 = ctx.sh("python app.py")
     expect(rc, out, 0, [re.escape(out0.strip())] if out0.strip() else [])
@@ -427,7 +441,7 @@ def c_check(ctx, cmd):
 
 def c_exec_only(ctx, cmd):
     """pyperf-run -- python app.py: only the files, in /tmp."""
-    before = set(glob.glob("/tmp/perf-*.map"))
+    before = tmp_maps()
     rc, out = ctx.sh(ctx.fill(cmd))
     expect(rc, out, 0, [r"^checksum "])
     path, _ = take_tmp_map(ctx, before)
